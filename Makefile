@@ -1,0 +1,33 @@
+# Front door. `make run` trains, samples (and explains) a small GPT; `make test` runs the suite.
+# Everything is built by CMake in build/ (build-asan/ for the sanitizer run).
+BUILD      ?= build
+JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
+CMAKE_ARGS ?=
+MODEL      ?= model.safetensors
+RUN_TIME   ?= 120
+
+.PHONY: all build run test test-asan bench clean
+
+all: build
+
+build:
+	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release $(CMAKE_ARGS) >/dev/null
+	@cmake --build $(BUILD) -j $(JOBS)
+
+run: build
+	./$(BUILD)/strix train --time $(RUN_TIME) --out $(MODEL)
+	./$(BUILD)/strix sample --model $(MODEL) --tokens 400
+
+test: build
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+test-asan:
+	@cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DSTRIX_SANITIZE=ON -DSTRIX_BUILD_BENCH=OFF $(CMAKE_ARGS) >/dev/null
+	@cmake --build build-asan -j $(JOBS)
+	cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -j $(JOBS) -LE slow
+
+bench: build
+	bash bench/gpt_train.sh
+
+clean:
+	rm -rf $(BUILD) build-asan

@@ -1,0 +1,226 @@
+/*
+ * strix/backend.h - the device backend: a handle, its memory, and the primitives.
+ *
+ * Every primitive is a thin checked call into the backend's vtable (src/core/backend_impl.h). A
+ * backend without a primitive returns STRIX_ERR_UNSUPPORTED, it is never routed elsewhere.
+ * Semantics, layouts and reduction orders follow ../shared/spec/backend-semantics.md; the few
+ * extensions (leading dimensions, int32 indices, the fused attention and cross-entropy kernels)
+ * are marked "strix:" below. All matrices are float32, row-major. Pointers are backend memory.
+ * Outputs are overwritten (`=`) unless the comment says `+=`. Sizes are elements, not bytes.
+ *
+ * Every function returns STRIX_OK, STRIX_ERR_UNSUPPORTED (no such slot), or, on GPU backends,
+ * STRIX_ERR_DEVICE with the failing call named in strix_last_error().
+ */
+#ifndef STRIX_BACKEND_H
+#define STRIX_BACKEND_H
+
+#include "strix/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+// ---- handle and memory -------------------------------------------------------------------------
+
+/* Creates a backend by name: "cpu" (reference: plain loops and our own blocked GEMM) or
+ * "cpu-blas" (the reference with its GEMM slots on OpenBLAS; STRIX_ERR_UNSUPPORTED when the build
+ * has no BLAS). Returns STRIX_ERR_ARG for an unknown name. */
+STRIX_API strix_status strix_backend_init(const char *name, strix_backend **out);
+
+/* Frees the handle. NULL is a no-op. Memory still allocated from it must be freed first. */
+STRIX_API void strix_backend_free(strix_backend *be);
+
+/* The name the backend was created with, and its device. */
+STRIX_API const char *strix_backend_name(const strix_backend *be);
+STRIX_API strix_device strix_backend_device(const strix_backend *be);
+
+/* Sets the number of host threads used by CPU backends (OpenMP loops and OpenBLAS); n <= 0 means
+ * "all cores". Results never depend on it. */
+STRIX_API void strix_set_num_threads(int n);
+STRIX_API int strix_get_num_threads(void);
+
+/* Allocates `bytes` of backend memory (bytes == 0 gives NULL and STRIX_OK). STRIX_ERR_ALLOC on
+ * failure, never a NULL with STRIX_OK for bytes > 0. */
+STRIX_API strix_status strix_alloc(strix_backend *be, size_t bytes, void **out);
+
+/* Frees backend memory. NULL is a no-op. */
+STRIX_API void strix_free(strix_backend *be, void *p);
+
+typedef enum strix_copy_dir {
+    STRIX_COPY_H2D, STRIX_COPY_D2H, STRIX_COPY_D2D, STRIX_COPY_H2H
+} strix_copy_dir;
+
+/* Copies `bytes` between buffers in direction `dir` (CPU backends ignore it). Finished on return
+ * for D2H. */
+STRIX_API strix_status strix_copy(strix_backend *be, void *dst, const void *src, size_t bytes,
+                                  strix_copy_dir dir);
+
+/* p[0..n) = value. */
+STRIX_API strix_status strix_fill(strix_backend *be, float *p, float value, size_t n);
+
+/* Waits until all queued work on the backend is done. */
+STRIX_API strix_status strix_sync(strix_backend *be);
+
+// ---- GEMM --------------------------------------------------------------------------------------
+
+/* out (m,n) = op(A)·op(B) + beta·out. A is stored (m,k), or (k,m) if ta; B is stored (k,n), or
+ * (n,k) if tb. beta == 0 never reads out (NaN there does not leak). out must not alias a or b.
+ * Each output element sums its k products in ascending k from 0 (own kernel); the BLAS path
+ * matches only to rounding. */
+STRIX_API strix_status strix_gemm_ex(strix_backend *be, const float *a, bool ta, const float *b,
+                                     bool tb, float *out, size_t m, size_t k, size_t n,
+                                     float beta);
+
+/* strix: a batch of GEMMs with leading dimensions and batch strides (in elements), like
+ * cublasSgemmStridedBatched in row-major terms: for i < batch,
+ *   C_i (m,n, row stride ldc) = alpha·op(A_i)·op(B_i) + beta·C_i,
+ * A_i = a + i·stride_a with row stride lda (rows of the stored matrix), likewise B_i and C_i.
+ * It lets attention read head slices of a (B,T,3C) buffer in place. Same order and beta rule as
+ * strix_gemm_ex. */
+typedef struct strix_gemm_batch {
+    const float *a; size_t lda, stride_a; bool ta;
+    const float *b; size_t ldb, stride_b; bool tb;
+    float *c; size_t ldc, stride_c;
+    size_t m, k, n, batch;
+    float alpha, beta;
+} strix_gemm_batch;
+STRIX_API strix_status strix_gemm_batched(strix_backend *be, const strix_gemm_batch *g);
+
+// ---- elementwise and vector --------------------------------------------------------------------
+
+/* Elementwise activations (spec order; append-only). */
+typedef enum strix_act {
+    STRIX_ACT_RELU, STRIX_ACT_NEG, STRIX_ACT_TANH, STRIX_ACT_SIGMOID, STRIX_ACT_SILU,
+    STRIX_ACT_EXP, STRIX_ACT_GELU_TANH, STRIX_ACT_GELU
+} strix_act;
+
+/* out[i] = a[i] + b[i]; alias allowed. */
+STRIX_API strix_status strix_add(strix_backend *be, const float *a, const float *b, float *out,
+                                 size_t n);
+/* out[i] = a[i] * b[i]; alias allowed. */
+STRIX_API strix_status strix_mul(strix_backend *be, const float *a, const float *b, float *out,
+                                 size_t n);
+/* out[i] = alpha·x[i] + beta·y[i]; beta == 0 never reads y; out may alias x or y. */
+STRIX_API strix_status strix_axpby(strix_backend *be, float alpha, const float *x, float beta,
+                                   const float *y, float *out, size_t n);
+/* out[j] = beta·out[j] + Σ_i in[i][j], i ascending from 0.0f; (rows, cols); beta == 0 never reads
+ * out; no alias. */
+STRIX_API strix_status strix_column_sums(strix_backend *be, const float *in, float *out,
+                                         size_t rows, size_t cols, float beta);
+/* out[i][j] = in[i][j] + row[j] over (rows, cols); out may alias in. */
+STRIX_API strix_status strix_add_row_vector(strix_backend *be, const float *in, const float *row,
+                                            float *out, size_t rows, size_t cols);
+/* out[i] = f(in[i]) for activation op; alias allowed. GELU is the erf form, GELU_TANH the tanh
+ * approximation (PyTorch approximate="tanh"). */
+STRIX_API strix_status strix_elementwise(strix_backend *be, strix_act op, const float *in,
+                                         float *out, size_t n);
+/* grad_in[i] = grad_out[i]·f'(x[i]) at the forward INPUT x; RELU is a select (x > 0 ? g : 0).
+ * grad_in may alias grad_out. */
+STRIX_API strix_status strix_elementwise_backward(strix_backend *be, strix_act op, const float *x,
+                                                  const float *grad_out, float *grad_in, size_t n);
+/* Σ in[i], i ascending from 0.0f in float; result to the host (synchronises). */
+STRIX_API strix_status strix_sum(strix_backend *be, const float *in, size_t n, float *out);
+/* Σ a[i]·b[i], same order as strix_sum. */
+STRIX_API strix_status strix_dot(strix_backend *be, const float *a, const float *b, size_t n,
+                                 float *out);
+/* strix: Σ in[i]², accumulated in double, i ascending (gradient-norm clipping, decisions.md). */
+STRIX_API strix_status strix_sum_squares(strix_backend *be, const float *in, size_t n,
+                                         double *out);
+
+// ---- rows: softmax, norms -----------------------------------------------------------------------
+
+/* Row softmax of (rows, cols): subtract the row max, exponentiate, divide by the ascending sum.
+ * An all -inf row gives all zeros (decisions.md). out may alias in. */
+STRIX_API strix_status strix_softmax_rows(strix_backend *be, const float *in, float *out,
+                                          size_t rows, size_t cols);
+/* dx = y ⊙ (dy − Σ_j y·dy) per row, from the softmax OUTPUT y. dx may alias dy. */
+STRIX_API strix_status strix_softmax_rows_backward(strix_backend *be, const float *y,
+                                                   const float *dy, float *dx, size_t rows,
+                                                   size_t cols);
+/* out[i] = max + log Σ_j exp(x − max) per row; an all -inf row gives -inf. out has `rows`. */
+STRIX_API strix_status strix_logsumexp_rows(strix_backend *be, const float *in, float *out,
+                                            size_t rows, size_t cols);
+/* LayerNorm per row of (rows, cols): two-pass mean, biased variance, std = sqrt(var + eps),
+ * xhat = (x − mean)/std, out = gamma·xhat + beta. Writes xhat (rows, cols) and row_std (rows).
+ * gamma/beta may be NULL (1 and 0). (PyTorch nn.LayerNorm.) */
+STRIX_API strix_status strix_layer_norm_forward(strix_backend *be, const float *in,
+                                                const float *gamma, const float *beta,
+                                                float *xhat, float *out, float *row_std,
+                                                size_t rows, size_t cols, float eps);
+/* LayerNorm input gradient: g = grad_out·gamma; grad_in = (D·g − Σg − xhat·Σ(g·xhat))/(D·std).
+ * gamma may be NULL. Parameter grads are the caller's (column_sums of grad_out·xhat and grad_out).
+ */
+STRIX_API strix_status strix_layer_norm_backward(strix_backend *be, const float *grad_out,
+                                                 const float *gamma, const float *xhat,
+                                                 const float *row_std, float *grad_in,
+                                                 size_t rows, size_t cols);
+
+// ---- positions, layout, embedding --------------------------------------------------------------
+
+/* Rotary embedding over `rows` rows of head_dim values; row r is at position r mod seq_len + pos0.
+ * strix: rows are read with row stride ld_in and written with ld_out (ld = head_dim is the spec's
+ * packed layout), so a head slice of a (B,T,3C) buffer rotates in place (out may alias in).
+ * Tables cos/sin are (max_pos, head_dim/2); pair i is (2i, 2i+1):
+ *   lo' = lo·c − hi·s, hi' = lo·s + hi·c; inverse uses −s (the transpose). head_dim even. */
+STRIX_API strix_status strix_rope_rotate(strix_backend *be, const float *in, size_t ld_in,
+                                         const float *cos_table, const float *sin_table,
+                                         float *out, size_t ld_out, size_t rows, size_t seq_len,
+                                         size_t pos0, size_t head_dim, bool inverse);
+/* (d0,d1,d2,d3) -> (d0,d2,d1,d3). Bit-exact data movement; no alias. */
+STRIX_API strix_status strix_permute_0213(strix_backend *be, const float *in, float *out,
+                                          size_t d0, size_t d1, size_t d2, size_t d3);
+/* out[i][:] = table[idx[i]][:] for count rows of width dim. strix: int32 indices (the spec uses
+ * floats); every idx must be in range (the caller checks). */
+STRIX_API strix_status strix_gather_rows(strix_backend *be, const float *table,
+                                         const int32_t *idx, float *out, size_t count,
+                                         size_t dim);
+/* table[idx[i]][:] += src[i][:] in ascending i (`+=`). int32 indices. */
+STRIX_API strix_status strix_scatter_add_rows(strix_backend *be, const float *src,
+                                              const int32_t *idx, float *table, size_t count,
+                                              size_t dim);
+
+// ---- fused kernels of the microGPT backend -----------------------------------------------------
+
+/* strix (microGPT fused_attn_softmax): for `slices` square (T,T) score blocks, row i (the query
+ * position) gets probs[i][j] = softmax_j(scale·scores[i][j]) over j <= i, and 0 for j > i.
+ * probs may alias scores. */
+STRIX_API strix_status strix_attn_softmax_causal(strix_backend *be, const float *scores,
+                                                 float *probs, size_t slices, size_t T,
+                                                 float scale);
+/* Its backward: dscores = scale·p⊙(dp − Σ_j p·dp) (0 above the diagonal). dscores may alias dp.
+ */
+STRIX_API strix_status strix_attn_softmax_causal_backward(strix_backend *be, const float *probs,
+                                                          const float *dprobs, float *dscores,
+                                                          size_t slices, size_t T, float scale);
+/* strix (microGPT fused_softmax_ce_grad): per row of logits (rows, V) with target t,
+ * losses[r] = logsumexp(x) − x[t] and dlogits = (softmax(x) − onehot(t))·grad_scale (dlogits may
+ * alias logits; NULL skips the gradient). -inf logits in non-target columns give a finite loss and
+ * a gradient of exactly 0 there. Targets < 0 are ignored rows (loss 0, gradient 0). */
+STRIX_API strix_status strix_softmax_cross_entropy(strix_backend *be, const float *logits,
+                                                   const int32_t *targets, float *losses,
+                                                   float *dlogits, size_t rows, size_t V,
+                                                   float grad_scale);
+
+// ---- optimizer, regularisation, selection ------------------------------------------------------
+
+/* Adam over n parameters (Kingma & Ba 2015, Alg. 1): m = b1·m + (1−b1)·g; v = b2·v + (1−b2)·g²;
+ * p −= lr·(m/bc1)/(sqrt(v/bc2) + eps), bc = 1 − beta^t computed by the caller. */
+STRIX_API strix_status strix_adam_step(strix_backend *be, float *param, const float *grad,
+                                       float *m, float *v, size_t n, float lr, float beta1,
+                                       float beta2, float eps, float bias_correction1,
+                                       float bias_correction2);
+/* Inverted dropout with the counter RNG: element i is dropped iff U(seed, offset+i) < p;
+ * out = keep ? in·scale : 0 (a select), mask = 1 or 0 (mask may be NULL). */
+STRIX_API strix_status strix_dropout_forward(strix_backend *be, const float *in, float *out,
+                                             float *mask, size_t n, float p, float scale,
+                                             uint64_t seed, uint64_t offset);
+/* Top-k per row of (rows, cols): vals/idx (rows, k) in rank order. NaN ranks above every number;
+ * ties keep the lower column first; largest = false ranks the smallest first. 1 <= k <= cols. */
+STRIX_API strix_status strix_top_k_rows(strix_backend *be, const float *in, float *vals,
+                                        int32_t *idx, size_t rows, size_t cols, size_t k,
+                                        bool largest);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
