@@ -81,9 +81,16 @@ STRIX_API void strix_set_abort_callback(strix_abort_fn fn);
 /* Reports the failed contract through the hook, then aborts. Does not return. */
 STRIX_API void strix_abort(const char *file, int line, const char *fmt, ...) STRIX_PRINTF(3, 4);
 
-#define STRIX_ASSERT(cond, ...)                                                                \
+/* Used by STRIX_ASSERT: "assert(<cond>) <message>". The trailing arguments are a printf format
+ * and its values, followed by one extra "" the macro appends (so a message is optional). */
+STRIX_API void strix_assert_fail(const char *file, int line, const char *cond, const char *fmt,
+                                 ...);
+
+/* STRIX_ASSERT(cond) or STRIX_ASSERT(cond, "fmt", args...): never compiled out. */
+#define STRIX_ASSERT(...) STRIX_ASSERT_(__VA_ARGS__, "")
+#define STRIX_ASSERT_(cond, ...)                                                               \
     do {                                                                                       \
-        if (!(cond)) strix_abort(__FILE__, __LINE__, "assert(" #cond ") " __VA_ARGS__);        \
+        if (!(cond)) strix_assert_fail(__FILE__, __LINE__, #cond, __VA_ARGS__);                \
     } while (0)
 
 // ---- RNG ---------------------------------------------------------------------------------------

@@ -41,3 +41,12 @@ void strix_abort(const char *file, int line, const char *fmt, ...) {
     fprintf(stderr, "strix: %s:%d: %s\n", file, line, msg);
     abort();
 }
+
+void strix_assert_fail(const char *file, int line, const char *cond, const char *fmt, ...) {
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    strix_abort(file, line, "assert(%s) %s", cond, msg);
+}

@@ -1,0 +1,404 @@
+/*
+ * gemm.c - the CPU backend's own GEMM: C = alpha·op(A)·op(B) + beta·C, row-major, any leading
+ * dimensions, both transposes, and the strided batched form.
+ *
+ * Design (GotoBLAS/BLIS layering, kept small):
+ *   for each block of NC columns:      pack B (all of k) into NR-wide micro-panels
+ *     for each block of MC rows:
+ *       for each KC slice of k (ascending):   pack A into MR-high micro-panels
+ *         for each NR micro-panel, for each MR micro-panel: the MR×NR micro-kernel
+ *       final pass: C = alpha·acc + beta·C (beta == 0 never reads C)
+ * The micro-kernel keeps MR×NR partial sums in registers over a KC slice and carries them to the
+ * next slice through an accumulator tile in memory, so every element is the plain float sum
+ * ((0 + a0·b0) + a1·b1) + ... in ascending k: multiply, round, add, round (no FMA), the same as
+ * the naive loop. Results are therefore bit-identical for any blocking and any thread count, and
+ * for the AVX-512 (8×32), AVX2 (6×16) and scalar micro-kernels alike.
+ * Threads split the output into row ranges or column ranges; each computes its part alone.
+ * gemm_batched runs one item per thread when the batch has at least as many items as threads.
+ * Workspaces live in the backend context (no allocation once sizes are known), so one host
+ * thread at a time may use a backend. Not here: the BLAS path (gemm_blas.c).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/cpu/cpu_internal.h"
+
+#if defined(__AVX2__) || defined(__AVX512F__)
+#include <immintrin.h>
+#endif
+
+/* Micro-tile: MR rows × NR columns of C held in registers. */
+#if defined(__AVX512F__)
+#define GEMM_MR 8
+#define GEMM_NR 32
+#else
+#define GEMM_MR 6
+#define GEMM_NR 16
+#endif
+#define GEMM_KC 256
+#define GEMM_MC 96  /* multiple of GEMM_MR (6 and 8) */
+#define GEMM_NC 256 /* multiple of GEMM_NR (16 and 32) */
+
+/* One operand as the kernel reads it: element (row, col) of op(X). */
+typedef struct gemm_operand {
+    const float *data;
+    size_t ld;  /* row stride of the STORED matrix */
+    bool trans; /* stored transposed: element (r, c) of op(X) is data[c·ld + r] */
+} gemm_operand;
+
+typedef struct gemm_problem {
+    gemm_operand a, b;
+    float *c;
+    size_t ldc;
+    size_t m, k, n;
+    float alpha, beta;
+} gemm_problem;
+
+static size_t round_up(size_t x, size_t to) { return (x + to - 1) / to * to; }
+static size_t min_size(size_t x, size_t y) { return x < y ? x : y; }
+
+// ---- workspaces --------------------------------------------------------------------------------
+
+/* pack_b holds every k-slice of one column block: k·NC floats. */
+static size_t pack_b_floats_for(size_t k) { return (k ? k : 1) * GEMM_NC; }
+
+strix_status cpu_gemm_reserve(cpu_context *ctx, int threads, size_t k) {
+    if (threads > ctx->workspace_count) {
+        cpu_gemm_workspace *grown =
+            realloc(ctx->workspaces, (size_t)threads * sizeof *ctx->workspaces);
+        if (!grown) return strix_error(STRIX_ERR_ALLOC, "cpu gemm: workspace table");
+        memset(grown + ctx->workspace_count, 0,
+               (size_t)(threads - ctx->workspace_count) * sizeof *grown);
+        ctx->workspaces = grown;
+        ctx->workspace_count = threads;
+    }
+    size_t need_b = pack_b_floats_for(k);
+    for (int t = 0; t < threads; t++) {
+        cpu_gemm_workspace *ws = &ctx->workspaces[t];
+        if (!ws->pack_a) ws->pack_a = cpu_aligned_alloc(GEMM_MC * GEMM_KC * sizeof(float));
+        if (!ws->acc) ws->acc = cpu_aligned_alloc(GEMM_MC * GEMM_NC * sizeof(float));
+        if (ws->pack_b_floats < need_b) {
+            free(ws->pack_b);
+            ws->pack_b = cpu_aligned_alloc(need_b * sizeof(float));
+            ws->pack_b_floats = ws->pack_b ? need_b : 0;
+        }
+        if (!ws->pack_a || !ws->acc || !ws->pack_b)
+            return strix_error(STRIX_ERR_ALLOC, "cpu gemm: cannot allocate workspace (k=%zu)", k);
+    }
+    return STRIX_OK;
+}
+
+void cpu_gemm_release(cpu_context *ctx) {
+    for (int t = 0; t < ctx->workspace_count; t++) {
+        free(ctx->workspaces[t].pack_a);
+        free(ctx->workspaces[t].pack_b);
+        free(ctx->workspaces[t].acc);
+    }
+    free(ctx->workspaces);
+    ctx->workspaces = NULL;
+    ctx->workspace_count = 0;
+}
+
+// ---- packing -----------------------------------------------------------------------------------
+
+/* Packs rows [row0, row0+rows) × k-slice [p0, p0+kc) of op(A) into MR-high micro-panels:
+ * panel q holds, for each p, the MR values of its rows (zeros past the last row). */
+static void pack_a(const gemm_operand *a, size_t row0, size_t rows, size_t p0, size_t kc,
+                   float *dst) {
+    for (size_t panel = 0; panel < rows; panel += GEMM_MR) {
+        size_t height = min_size(GEMM_MR, rows - panel);
+        if (a->trans) {
+            for (size_t p = 0; p < kc; p++) {
+                const float *src = a->data + (p0 + p) * a->ld + row0 + panel;
+                size_t r = 0;
+                for (; r < height; r++) dst[r] = src[r];
+                for (; r < GEMM_MR; r++) dst[r] = 0.0f;
+                dst += GEMM_MR;
+            }
+        } else {
+            const float *src_rows[GEMM_MR];
+            for (size_t r = 0; r < height; r++)
+                src_rows[r] = a->data + (row0 + panel + r) * a->ld + p0;
+            for (size_t p = 0; p < kc; p++) {
+                size_t r = 0;
+                for (; r < height; r++) dst[r] = src_rows[r][p];
+                for (; r < GEMM_MR; r++) dst[r] = 0.0f;
+                dst += GEMM_MR;
+            }
+        }
+    }
+}
+
+/* Packs k-slice [p0, p0+kc) × columns [col0, col0+cols) of op(B) into NR-wide micro-panels:
+ * panel q holds, for each p, the NR values of its columns (zeros past the last column). */
+static void pack_b(const gemm_operand *b, size_t p0, size_t kc, size_t col0, size_t cols,
+                   float *dst) {
+    for (size_t panel = 0; panel < cols; panel += GEMM_NR) {
+        size_t width = min_size(GEMM_NR, cols - panel);
+        if (b->trans) {
+            for (size_t c = 0; c < width; c++) {
+                const float *src = b->data + (col0 + panel + c) * b->ld + p0;
+                for (size_t p = 0; p < kc; p++) dst[p * GEMM_NR + c] = src[p];
+            }
+            for (size_t c = width; c < GEMM_NR; c++)
+                for (size_t p = 0; p < kc; p++) dst[p * GEMM_NR + c] = 0.0f;
+        } else {
+            for (size_t p = 0; p < kc; p++) {
+                const float *src = b->data + (p0 + p) * b->ld + col0 + panel;
+                size_t c = 0;
+                for (; c < width; c++) dst[p * GEMM_NR + c] = src[c];
+                for (; c < GEMM_NR; c++) dst[p * GEMM_NR + c] = 0.0f;
+            }
+        }
+        dst += kc * GEMM_NR;
+    }
+}
+
+// ---- micro-kernel ------------------------------------------------------------------------------
+
+/* acc (MR×NR, row stride ld_acc) = (carry ? acc : 0) + Σ_p pa[p]·pb[p] over p < kc, one
+ * multiply and one add per product in ascending p. Three versions (AVX-512, AVX2, scalar) do the
+ * same operations per element, so they give the same bits. */
+#if defined(__AVX512F__)
+#define ROW_LOAD(r)                                                                            \
+    __m512 c##r##0 = carry ? _mm512_load_ps(acc + r * ld_acc) : _mm512_setzero_ps();           \
+    __m512 c##r##1 = carry ? _mm512_load_ps(acc + r * ld_acc + 16) : _mm512_setzero_ps()
+#define ROW_STEP(r)                                                                            \
+    do {                                                                                       \
+        __m512 a = _mm512_set1_ps(pa[r]);                                                      \
+        c##r##0 = _mm512_add_ps(c##r##0, _mm512_mul_ps(a, b0));                                \
+        c##r##1 = _mm512_add_ps(c##r##1, _mm512_mul_ps(a, b1));                                \
+    } while (0)
+#define ROW_STORE(r)                                                                           \
+    _mm512_store_ps(acc + r * ld_acc, c##r##0), _mm512_store_ps(acc + r * ld_acc + 16, c##r##1)
+static void micro_kernel(size_t kc, const float *pa, const float *pb, float *acc, size_t ld_acc,
+                         bool carry) {
+    ROW_LOAD(0); ROW_LOAD(1); ROW_LOAD(2); ROW_LOAD(3);
+    ROW_LOAD(4); ROW_LOAD(5); ROW_LOAD(6); ROW_LOAD(7);
+    for (size_t p = 0; p < kc; p++) {
+        __m512 b0 = _mm512_load_ps(pb);
+        __m512 b1 = _mm512_load_ps(pb + 16);
+        ROW_STEP(0); ROW_STEP(1); ROW_STEP(2); ROW_STEP(3);
+        ROW_STEP(4); ROW_STEP(5); ROW_STEP(6); ROW_STEP(7);
+        pa += GEMM_MR;
+        pb += GEMM_NR;
+    }
+    ROW_STORE(0); ROW_STORE(1); ROW_STORE(2); ROW_STORE(3);
+    ROW_STORE(4); ROW_STORE(5); ROW_STORE(6); ROW_STORE(7);
+}
+#undef ROW_LOAD
+#undef ROW_STEP
+#undef ROW_STORE
+#elif defined(__AVX2__)
+static void micro_kernel(size_t kc, const float *pa, const float *pb, float *acc, size_t ld_acc,
+                         bool carry) {
+    __m256 c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51;
+    if (carry) {
+        c00 = _mm256_load_ps(acc + 0 * ld_acc), c01 = _mm256_load_ps(acc + 0 * ld_acc + 8);
+        c10 = _mm256_load_ps(acc + 1 * ld_acc), c11 = _mm256_load_ps(acc + 1 * ld_acc + 8);
+        c20 = _mm256_load_ps(acc + 2 * ld_acc), c21 = _mm256_load_ps(acc + 2 * ld_acc + 8);
+        c30 = _mm256_load_ps(acc + 3 * ld_acc), c31 = _mm256_load_ps(acc + 3 * ld_acc + 8);
+        c40 = _mm256_load_ps(acc + 4 * ld_acc), c41 = _mm256_load_ps(acc + 4 * ld_acc + 8);
+        c50 = _mm256_load_ps(acc + 5 * ld_acc), c51 = _mm256_load_ps(acc + 5 * ld_acc + 8);
+    } else {
+        c00 = c01 = c10 = c11 = c20 = c21 = _mm256_setzero_ps();
+        c30 = c31 = c40 = c41 = c50 = c51 = _mm256_setzero_ps();
+    }
+    for (size_t p = 0; p < kc; p++) {
+        __m256 b0 = _mm256_load_ps(pb);
+        __m256 b1 = _mm256_load_ps(pb + 8);
+        __m256 a;
+        a = _mm256_broadcast_ss(pa + 0);
+        c00 = _mm256_add_ps(c00, _mm256_mul_ps(a, b0));
+        c01 = _mm256_add_ps(c01, _mm256_mul_ps(a, b1));
+        a = _mm256_broadcast_ss(pa + 1);
+        c10 = _mm256_add_ps(c10, _mm256_mul_ps(a, b0));
+        c11 = _mm256_add_ps(c11, _mm256_mul_ps(a, b1));
+        a = _mm256_broadcast_ss(pa + 2);
+        c20 = _mm256_add_ps(c20, _mm256_mul_ps(a, b0));
+        c21 = _mm256_add_ps(c21, _mm256_mul_ps(a, b1));
+        a = _mm256_broadcast_ss(pa + 3);
+        c30 = _mm256_add_ps(c30, _mm256_mul_ps(a, b0));
+        c31 = _mm256_add_ps(c31, _mm256_mul_ps(a, b1));
+        a = _mm256_broadcast_ss(pa + 4);
+        c40 = _mm256_add_ps(c40, _mm256_mul_ps(a, b0));
+        c41 = _mm256_add_ps(c41, _mm256_mul_ps(a, b1));
+        a = _mm256_broadcast_ss(pa + 5);
+        c50 = _mm256_add_ps(c50, _mm256_mul_ps(a, b0));
+        c51 = _mm256_add_ps(c51, _mm256_mul_ps(a, b1));
+        pa += GEMM_MR;
+        pb += GEMM_NR;
+    }
+    _mm256_store_ps(acc + 0 * ld_acc, c00), _mm256_store_ps(acc + 0 * ld_acc + 8, c01);
+    _mm256_store_ps(acc + 1 * ld_acc, c10), _mm256_store_ps(acc + 1 * ld_acc + 8, c11);
+    _mm256_store_ps(acc + 2 * ld_acc, c20), _mm256_store_ps(acc + 2 * ld_acc + 8, c21);
+    _mm256_store_ps(acc + 3 * ld_acc, c30), _mm256_store_ps(acc + 3 * ld_acc + 8, c31);
+    _mm256_store_ps(acc + 4 * ld_acc, c40), _mm256_store_ps(acc + 4 * ld_acc + 8, c41);
+    _mm256_store_ps(acc + 5 * ld_acc, c50), _mm256_store_ps(acc + 5 * ld_acc + 8, c51);
+}
+#else
+static void micro_kernel(size_t kc, const float *pa, const float *pb, float *acc, size_t ld_acc,
+                         bool carry) {
+    float tile[GEMM_MR][GEMM_NR];
+    for (size_t r = 0; r < GEMM_MR; r++)
+        for (size_t c = 0; c < GEMM_NR; c++) tile[r][c] = carry ? acc[r * ld_acc + c] : 0.0f;
+    for (size_t p = 0; p < kc; p++) {
+        for (size_t r = 0; r < GEMM_MR; r++) {
+            float a = pa[r];
+            for (size_t c = 0; c < GEMM_NR; c++) tile[r][c] = tile[r][c] + a * pb[c];
+        }
+        pa += GEMM_MR;
+        pb += GEMM_NR;
+    }
+    for (size_t r = 0; r < GEMM_MR; r++)
+        for (size_t c = 0; c < GEMM_NR; c++) acc[r * ld_acc + c] = tile[r][c];
+}
+#endif
+
+// ---- one thread --------------------------------------------------------------------------------
+
+/* C = alpha·acc + beta·C over a rows × cols block (beta == 0 never reads C). */
+static void write_back(const float *acc, size_t ld_acc, float *c, size_t ldc, size_t rows,
+                       size_t cols, float alpha, float beta) {
+    for (size_t i = 0; i < rows; i++) {
+        const float *sums = acc + i * ld_acc;
+        float *dst = c + i * ldc;
+        if (beta == 0.0f) {
+            for (size_t j = 0; j < cols; j++) dst[j] = alpha * sums[j];
+        } else {
+            for (size_t j = 0; j < cols; j++) dst[j] = alpha * sums[j] + beta * dst[j];
+        }
+    }
+}
+
+/* The whole problem on the calling thread with workspace ws (sized for pr->k). */
+static void gemm_single(const gemm_problem *pr, cpu_gemm_workspace *ws) {
+    size_t m = pr->m, k = pr->k, n = pr->n;
+    if (m == 0 || n == 0) return;
+    if (k == 0) { /* empty sums: C = alpha·0 + beta·C */
+        for (size_t i = 0; i < m; i++) {
+            float *dst = pr->c + i * pr->ldc;
+            for (size_t j = 0; j < n; j++)
+                dst[j] = pr->beta == 0.0f ? 0.0f : pr->alpha * 0.0f + pr->beta * dst[j];
+        }
+        return;
+    }
+    for (size_t col0 = 0; col0 < n; col0 += GEMM_NC) {
+        size_t cols = min_size(GEMM_NC, n - col0);
+        size_t cols_padded = round_up(cols, GEMM_NR);
+        /* B for every k-slice of this column block; slice p0 starts at p0·cols_padded. */
+        for (size_t p0 = 0; p0 < k; p0 += GEMM_KC) {
+            size_t kc = min_size(GEMM_KC, k - p0);
+            pack_b(&pr->b, p0, kc, col0, cols, ws->pack_b + p0 * cols_padded);
+        }
+        for (size_t row0 = 0; row0 < m; row0 += GEMM_MC) {
+            size_t rows = min_size(GEMM_MC, m - row0);
+            for (size_t p0 = 0; p0 < k; p0 += GEMM_KC) {
+                size_t kc = min_size(GEMM_KC, k - p0);
+                pack_a(&pr->a, row0, rows, p0, kc, ws->pack_a);
+                const float *b_slice = ws->pack_b + p0 * cols_padded;
+                for (size_t jr = 0; jr < cols; jr += GEMM_NR) {
+                    const float *pb = b_slice + jr * kc;
+                    for (size_t ir = 0; ir < rows; ir += GEMM_MR) {
+                        micro_kernel(kc, ws->pack_a + ir * kc, pb, ws->acc + ir * GEMM_NC + jr,
+                                     GEMM_NC, p0 > 0);
+                    }
+                }
+            }
+            write_back(ws->acc, GEMM_NC, pr->c + row0 * pr->ldc + col0, pr->ldc, rows, cols,
+                       pr->alpha, pr->beta);
+        }
+    }
+}
+
+#ifdef _OPENMP
+/* Part `part` of `parts` of the problem: a range of output rows (split_rows) or columns,
+ * aligned to the micro-tile. Empty parts have m or n == 0. */
+static gemm_problem gemm_part(const gemm_problem *pr, bool split_rows, int part, int parts) {
+    gemm_problem sub = *pr;
+    size_t extent = split_rows ? pr->m : pr->n;
+    size_t unit = split_rows ? GEMM_MR : GEMM_NR;
+    size_t units = (extent + unit - 1) / unit;
+    size_t per_part = (units + (size_t)parts - 1) / (size_t)parts * unit;
+    size_t begin = min_size(extent, (size_t)part * per_part);
+    size_t end = min_size(extent, begin + per_part);
+    if (split_rows) {
+        sub.m = end - begin;
+        sub.a.data += pr->a.trans ? begin : begin * pr->a.ld;
+        sub.c += begin * pr->ldc;
+    } else {
+        sub.n = end - begin;
+        sub.b.data += pr->b.trans ? begin * pr->b.ld : begin;
+        sub.c += begin;
+    }
+    return sub;
+}
+#endif
+
+/* Runs one problem on up to `threads` threads (workspaces already reserved). */
+static void gemm_threaded(const gemm_problem *pr, cpu_context *ctx, int threads) {
+    double work = (double)pr->m * (double)pr->k * (double)pr->n;
+    if (threads <= 1 || work < 8.0 * (double)cpu_parallel_min_work) { /* 2^18 by default */
+        gemm_single(pr, &ctx->workspaces[0]);
+        return;
+    }
+#ifdef _OPENMP
+    size_t row_units = (pr->m + GEMM_MR - 1) / GEMM_MR;
+    size_t col_units = (pr->n + GEMM_NR - 1) / GEMM_NR;
+    bool split_rows = row_units >= col_units;
+#pragma omp parallel num_threads(threads)
+    {
+        int part = omp_get_thread_num();
+        int parts = omp_get_num_threads();
+        gemm_problem sub = gemm_part(pr, split_rows, part, parts);
+        gemm_single(&sub, &ctx->workspaces[part]);
+    }
+#else
+    gemm_single(pr, &ctx->workspaces[0]);
+#endif
+}
+
+// ---- slots -------------------------------------------------------------------------------------
+
+strix_status cpu_gemm_ex(strix_backend *be, const float *a, bool ta, const float *b, bool tb,
+                         float *out, size_t m, size_t k, size_t n, float beta) {
+    gemm_problem pr = {
+        .a = {a, ta ? m : k, ta}, .b = {b, tb ? k : n, tb}, .c = out, .ldc = n,
+        .m = m, .k = k, .n = n, .alpha = 1.0f, .beta = beta,
+    };
+    cpu_context *ctx = be->ctx;
+    int threads = cpu_max_threads();
+    STRIX_TRY(cpu_gemm_reserve(ctx, threads, k));
+    gemm_threaded(&pr, ctx, threads);
+    return STRIX_OK;
+}
+
+strix_status cpu_gemm_batched(strix_backend *be, const strix_gemm_batch *g) {
+    cpu_context *ctx = be->ctx;
+    int threads = cpu_max_threads();
+    STRIX_TRY(cpu_gemm_reserve(ctx, threads, g->k));
+    gemm_problem first = {
+        .a = {g->a, g->lda, g->ta}, .b = {g->b, g->ldb, g->tb}, .c = g->c, .ldc = g->ldc,
+        .m = g->m, .k = g->k, .n = g->n, .alpha = g->alpha, .beta = g->beta,
+    };
+    if (threads > 1 && g->batch >= (size_t)threads) {
+        /* Many items: one item per thread at a time, each on the single-thread kernel. */
+        CPU_PARALLEL_FOR_IF(true)
+        for (size_t item = 0; item < g->batch; item++) {
+            gemm_problem pr = first;
+            pr.a.data += item * g->stride_a;
+            pr.b.data += item * g->stride_b;
+            pr.c += item * g->stride_c;
+            gemm_single(&pr, &ctx->workspaces[cpu_thread_index()]);
+        }
+        return STRIX_OK;
+    }
+    for (size_t item = 0; item < g->batch; item++) {
+        gemm_problem pr = first;
+        pr.a.data += item * g->stride_a;
+        pr.b.data += item * g->stride_b;
+        pr.c += item * g->stride_c;
+        gemm_threaded(&pr, ctx, threads);
+    }
+    return STRIX_OK;
+}

@@ -1,0 +1,72 @@
+/*
+ * layout.c - the CPU backend's position and data-movement slots: RoPE, permute_0213, gather_rows
+ * and scatter_add_rows.
+ *
+ * Data movement is bit-exact. scatter_add_rows adds in ascending i for every column; OpenMP splits
+ * columns, never i, so duplicate indices are summed in the same order on any thread count.
+ */
+#include <string.h>
+
+#include "backends/cpu/cpu_internal.h"
+#include "kernels/rope.h"
+
+strix_status cpu_rope_rotate(strix_backend *be, const float *in, size_t ld_in,
+                             const float *cos_table, const float *sin_table, float *out,
+                             size_t ld_out, size_t rows, size_t seq_len, size_t pos0,
+                             size_t head_dim, bool inverse) {
+    (void)be;
+    size_t half = head_dim / 2;
+    CPU_PARALLEL_FOR_IF(rows > 1 && CPU_BIG(rows * head_dim))
+    for (size_t r = 0; r < rows; r++) {
+        size_t pos = pos0 + r % seq_len;
+        strix_rope_row(in + r * ld_in, out + r * ld_out, cos_table + pos * half,
+                       sin_table + pos * half, head_dim, inverse);
+    }
+    return STRIX_OK;
+}
+
+strix_status cpu_permute_0213(strix_backend *be, const float *in, float *out, size_t d0,
+                              size_t d1, size_t d2, size_t d3) {
+    (void)be;
+    size_t outer = d0 * d2; /* output rows of (d1, d3) blocks: (i0, i2) */
+    size_t row_bytes = d3 * sizeof(float);
+    CPU_PARALLEL_FOR_IF(outer > 1 && CPU_BIG(d0 * d1 * d2 * d3))
+    for (size_t block = 0; block < outer; block++) {
+        size_t i0 = block / d2, i2 = block % d2;
+        for (size_t i1 = 0; i1 < d1; i1++) {
+            const float *src = in + ((i0 * d1 + i1) * d2 + i2) * d3;
+            float *dst = out + ((i0 * d2 + i2) * d1 + i1) * d3;
+            memcpy(dst, src, row_bytes);
+        }
+    }
+    return STRIX_OK;
+}
+
+strix_status cpu_gather_rows(strix_backend *be, const float *table, const int32_t *idx,
+                             float *out, size_t count, size_t dim) {
+    (void)be;
+    CPU_PARALLEL_FOR_IF(count > 1 && CPU_BIG(count * dim))
+    for (size_t i = 0; i < count; i++)
+        memcpy(out + i * dim, table + (size_t)idx[i] * dim, dim * sizeof(float));
+    return STRIX_OK;
+}
+
+/* Columns per chunk of scatter_add_rows (the unit OpenMP hands out). */
+#define SCATTER_CHUNK 64
+
+strix_status cpu_scatter_add_rows(strix_backend *be, const float *src, const int32_t *idx,
+                                  float *table, size_t count, size_t dim) {
+    (void)be;
+    size_t chunks = (dim + SCATTER_CHUNK - 1) / SCATTER_CHUNK;
+    CPU_PARALLEL_FOR_IF(chunks > 1 && CPU_BIG(count * dim))
+    for (size_t chunk = 0; chunk < chunks; chunk++) {
+        size_t col0 = chunk * SCATTER_CHUNK;
+        size_t width = dim - col0 < SCATTER_CHUNK ? dim - col0 : SCATTER_CHUNK;
+        for (size_t i = 0; i < count; i++) {
+            const float *from = src + i * dim + col0;
+            float *to = table + (size_t)idx[i] * dim + col0;
+            for (size_t j = 0; j < width; j++) to[j] += from[j];
+        }
+    }
+    return STRIX_OK;
+}

@@ -1,0 +1,168 @@
+/*
+ * kernels/rows.h - per-row math: softmax and its backward, logsumexp, LayerNorm forward/backward,
+ * the causal attention softmax (microGPT fused_attn_softmax) and softmax cross-entropy.
+ *
+ * Each function handles ONE row; the backend decides which rows run where. Every sum runs over
+ * the columns in ascending order from 0.0f. Aliasing rules are the public ones of
+ * include/strix/backend.h: each function reads an element before it writes the same index, so
+ * out == in is safe wherever the API allows it. Rows whose every entry is -inf carry "no mass"
+ * (spec/decisions.md): softmax gives zeros, logsumexp gives -inf.
+ */
+#ifndef STRIX_KERNELS_ROWS_H
+#define STRIX_KERNELS_ROWS_H
+
+#include "kernels/common.h"
+
+/* Largest entry of x[0..cols) (NaN entries are skipped); -inf for an empty or all -inf row. */
+STRIX_HD static inline float strix_row_max(const float *x, size_t cols) {
+    float best = STRIX_NEG_INF;
+    for (size_t j = 0; j < cols; j++)
+        if (x[j] > best) best = x[j];
+    return best;
+}
+
+/* out = softmax(in) over one row: e_j = exp(x_j − max) stored, then divided by Σe (ascending).
+ * All -inf gives zeros. out may alias in. */
+STRIX_HD static inline void strix_softmax_row(const float *in, float *out, size_t cols) {
+    float row_max = strix_row_max(in, cols);
+    if (row_max == STRIX_NEG_INF) {
+        for (size_t j = 0; j < cols; j++) out[j] = 0.0f;
+        return;
+    }
+    float total = 0.0f;
+    for (size_t j = 0; j < cols; j++) {
+        out[j] = expf(in[j] - row_max);
+        total += out[j];
+    }
+    for (size_t j = 0; j < cols; j++) out[j] = out[j] / total;
+}
+
+/* dx = y ⊙ (dy − Σ_j y_j·dy_j) over one row, from the softmax output y. dx may alias dy. */
+STRIX_HD static inline void strix_softmax_row_backward(const float *y, const float *dy, float *dx,
+                                                       size_t cols) {
+    float dot = 0.0f;
+    for (size_t j = 0; j < cols; j++) dot += y[j] * dy[j];
+    for (size_t j = 0; j < cols; j++) dx[j] = y[j] * (dy[j] - dot);
+}
+
+/* max + log Σ exp(x − max) over one row; ±inf max returns the max itself (all -inf → -inf). */
+STRIX_HD static inline float strix_logsumexp_row(const float *in, size_t cols) {
+    float row_max = strix_row_max(in, cols);
+    if (isinf(row_max)) return row_max;
+    float total = 0.0f;
+    for (size_t j = 0; j < cols; j++) total += expf(in[j] - row_max);
+    return row_max + logf(total);
+}
+
+/* LayerNorm of one row: mean = Σx/D; var = Σ(x − mean)²/D (biased, second pass);
+ * std = sqrt(var + eps); xhat = (x − mean)/std; out = gamma·xhat + beta (NULL gamma/beta act as
+ * 1/0). Returns std. xhat and out may alias in. */
+STRIX_HD static inline float strix_layer_norm_row_forward(const float *in, const float *gamma,
+                                                          const float *beta, float *xhat,
+                                                          float *out, size_t cols, float eps) {
+    float total = 0.0f;
+    for (size_t j = 0; j < cols; j++) total += in[j];
+    float mean = total / (float)cols;
+    float squares = 0.0f;
+    for (size_t j = 0; j < cols; j++) {
+        float centred = in[j] - mean;
+        squares += centred * centred;
+    }
+    float std = sqrtf(squares / (float)cols + eps);
+    for (size_t j = 0; j < cols; j++) {
+        float normed = (in[j] - mean) / std;
+        xhat[j] = normed;
+        float scaled = gamma ? gamma[j] * normed : normed;
+        out[j] = beta ? scaled + beta[j] : scaled;
+    }
+    return std;
+}
+
+/* LayerNorm input gradient of one row: g = grad_out·gamma (gamma NULL = 1);
+ * grad_in = (D·g − Σg − xhat·Σ(g·xhat)) / (D·std). grad_in may alias grad_out. */
+STRIX_HD static inline void strix_layer_norm_row_backward(const float *grad_out, const float *gamma,
+                                                          const float *xhat, float std,
+                                                          float *grad_in, size_t cols) {
+    float sum_g = 0.0f;
+    float sum_g_xhat = 0.0f;
+    for (size_t j = 0; j < cols; j++) {
+        float g = gamma ? grad_out[j] * gamma[j] : grad_out[j];
+        sum_g += g;
+        sum_g_xhat += g * xhat[j];
+    }
+    float width = (float)cols;
+    float denom = width * std;
+    for (size_t j = 0; j < cols; j++) {
+        float g = gamma ? grad_out[j] * gamma[j] : grad_out[j];
+        grad_in[j] = (width * g - sum_g - xhat[j] * sum_g_xhat) / denom;
+    }
+}
+
+/* Row i (query position) of a causal (T,T) score block: probs[j] = softmax_j(scale·scores[j])
+ * over j <= i, 0 for j > i. A row whose visible scores are all -inf gives zeros. probs may alias
+ * scores. */
+STRIX_HD static inline void strix_attn_causal_row_forward(const float *scores, float *probs,
+                                                          size_t i, size_t T, float scale) {
+    size_t visible = i + 1;
+    float row_max = STRIX_NEG_INF;
+    for (size_t j = 0; j < visible; j++) {
+        float z = scale * scores[j];
+        if (z > row_max) row_max = z;
+    }
+    if (row_max == STRIX_NEG_INF) {
+        for (size_t j = 0; j < T; j++) probs[j] = 0.0f;
+        return;
+    }
+    float total = 0.0f;
+    for (size_t j = 0; j < visible; j++) {
+        probs[j] = expf(scale * scores[j] - row_max);
+        total += probs[j];
+    }
+    for (size_t j = 0; j < visible; j++) probs[j] = probs[j] / total;
+    for (size_t j = visible; j < T; j++) probs[j] = 0.0f;
+}
+
+/* Backward of strix_attn_causal_row_forward for row i:
+ * dscores[j] = scale·(p_j·(dp_j − Σ_{l<=i} p_l·dp_l)) for j <= i, 0 above the diagonal.
+ * dscores may alias dprobs. */
+STRIX_HD static inline void strix_attn_causal_row_backward(const float *probs, const float *dprobs,
+                                                           float *dscores, size_t i, size_t T,
+                                                           float scale) {
+    size_t visible = i + 1;
+    float dot = 0.0f;
+    for (size_t j = 0; j < visible; j++) dot += probs[j] * dprobs[j];
+    for (size_t j = 0; j < visible; j++) dscores[j] = scale * (probs[j] * (dprobs[j] - dot));
+    for (size_t j = visible; j < T; j++) dscores[j] = 0.0f;
+}
+
+/* Softmax cross-entropy of one row of V logits with target t. Returns the loss
+ * logsumexp(x) − x[t] and, if dlogits != NULL, writes (softmax(x) − onehot(t))·grad_scale.
+ * t < 0: loss 0 and a zero gradient row. -inf logits get exactly 0 gradient. An all -inf row
+ * returns +inf with a zero gradient. dlogits may alias logits (the loss is computed first). */
+STRIX_HD static inline float strix_cross_entropy_row(const float *logits, int32_t target,
+                                                     float *dlogits, size_t V, float grad_scale) {
+    if (target < 0) {
+        if (dlogits)
+            for (size_t j = 0; j < V; j++) dlogits[j] = 0.0f;
+        return 0.0f;
+    }
+    float row_max = strix_row_max(logits, V);
+    if (row_max == STRIX_NEG_INF) {
+        if (dlogits)
+            for (size_t j = 0; j < V; j++) dlogits[j] = 0.0f;
+        return INFINITY;
+    }
+    float total = 0.0f;
+    for (size_t j = 0; j < V; j++) total += expf(logits[j] - row_max);
+    float loss = (row_max + logf(total)) - logits[target];
+    if (dlogits) {
+        for (size_t j = 0; j < V; j++) {
+            float prob = expf(logits[j] - row_max) / total;
+            float onehot = (size_t)target == j ? 1.0f : 0.0f;
+            dlogits[j] = (prob - onehot) * grad_scale;
+        }
+    }
+    return loss;
+}
+
+#endif

@@ -1,0 +1,727 @@
+/*
+ * test_ops.c - every backend primitive on every backend, against PyTorch goldens
+ * (tests/golden/ops/<case>.bin, written by tools/ref/ops_ref.py), plus the exact edge cases of
+ * spec/decisions.md.
+ *
+ * Table-driven (ggml test-backend-ops style): op_cases[] lists {golden file, runner, tolerance};
+ * each case runs on every backend of tl_backend_names[] (a new backend = a new name there). A
+ * runner uploads the golden inputs, calls the primitive(s) and downloads the outputs; the harness
+ * compares each output with the golden array of the same name (atol + rtol, or bit-exact for data
+ * movement and selection), and runs every case twice - 1 thread, then 2 threads with every CPU
+ * loop forced through OpenMP - and requires bit-identical results.
+ * Not here: GEMM on large and odd shapes (test_gemm.c), gradients by finite differences.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "testlib.h"
+#include "backends/cpu/cpu_internal.h" /* cpu_set_parallel_min_work: force loops parallel */
+#include "core/backend_impl.h"
+#include "kernels/dropout.h"
+
+#define GOLDEN_DIR "tests/golden/ops/"
+#define ATOL 1e-5
+#define RTOL 1e-4
+#define MAX_OUTPUTS 24
+#define MAX_BUFFERS 64
+
+// ---- runner plumbing ---------------------------------------------------------------------------
+
+/* One output of a run: what the backend produced, and the golden array it must match. */
+typedef struct op_output {
+    char label[64];
+    const char *golden; /* name of the expected array */
+    float *host;
+    size_t count;
+    bool exact; /* bit-identical to the golden (data movement, selection) */
+} op_output;
+
+typedef struct op_run {
+    strix_backend *be;
+    const tl_golden *g;
+    op_output out[MAX_OUTPUTS];
+    int count;
+    void *buffers[MAX_BUFFERS]; /* backend memory freed after the run */
+    int buffer_count;
+} op_run;
+
+typedef void (*op_runner)(op_run *run);
+
+typedef struct op_case {
+    const char *golden; /* tests/golden/ops/<golden>.bin */
+    op_runner run;
+    double atol, rtol;
+} op_case;
+
+static void *keep(op_run *run, void *device) {
+    assert_true(run->buffer_count < MAX_BUFFERS);
+    run->buffers[run->buffer_count++] = device;
+    return device;
+}
+
+static const tl_array *need(op_run *run, const char *name) {
+    const tl_array *a = tl_golden_get(run->g, name);
+    assert_non_null(a);
+    return a;
+}
+
+static size_t count_of(op_run *run, const char *name) { return need(run, name)->count; }
+
+static float scalar(op_run *run, const char *name) { return need(run, name)->data[0]; }
+
+/* Golden array `name` uploaded to the backend. */
+static float *input(op_run *run, const char *name) {
+    const tl_array *a = need(run, name);
+    return keep(run, tl_upload(run->be, a->data, a->count * sizeof(float)));
+}
+
+/* Golden array `name` (exact floats) uploaded as int32. */
+static int32_t *input_i32(op_run *run, const char *name) {
+    const tl_array *a = need(run, name);
+    int32_t *host = malloc((a->count ? a->count : 1) * sizeof *host);
+    for (size_t i = 0; i < a->count; i++) host[i] = (int32_t)a->data[i];
+    int32_t *device = keep(run, tl_upload(run->be, host, a->count * sizeof *host));
+    free(host);
+    return device;
+}
+
+/* n floats of backend memory pre-filled with NaN, so an unwritten element shows. */
+static float *output(op_run *run, size_t n) {
+    float *device = keep(run, tl_device_alloc(run->be, n * sizeof(float)));
+    assert_int_equal(strix_fill(run->be, device, NAN, n), STRIX_OK);
+    return device;
+}
+
+static void collect(op_run *run, const char *label, const char *golden, const float *device,
+                    size_t n, bool exact) {
+    assert_true(run->count < MAX_OUTPUTS);
+    op_output *o = &run->out[run->count++];
+    snprintf(o->label, sizeof o->label, "%s", label);
+    o->golden = golden;
+    o->count = n;
+    o->exact = exact;
+    o->host = tl_malloc_floats(n);
+    assert_int_equal(strix_sync(run->be), STRIX_OK);
+    tl_download(run->be, o->host, device, n * sizeof(float));
+}
+
+static void collect_i32(op_run *run, const char *label, const char *golden,
+                        const int32_t *device, size_t n) {
+    int32_t *host = malloc((n ? n : 1) * sizeof *host);
+    tl_download(run->be, host, device, n * sizeof *host);
+    float *as_float = tl_malloc_floats(n);
+    for (size_t i = 0; i < n; i++) as_float[i] = (float)host[i];
+    free(host);
+    assert_true(run->count < MAX_OUTPUTS);
+    op_output *o = &run->out[run->count++];
+    snprintf(o->label, sizeof o->label, "%s", label);
+    o->golden = golden;
+    o->count = n;
+    o->exact = true;
+    o->host = as_float;
+}
+
+static void run_release(op_run *run) {
+    for (int i = 0; i < run->buffer_count; i++) strix_free(run->be, run->buffers[i]);
+    for (int i = 0; i < run->count; i++) free(run->out[i].host);
+    run->buffer_count = run->count = 0;
+}
+
+#define OK(call) assert_int_equal((call), STRIX_OK)
+
+// ---- runners (one per golden file) -------------------------------------------------------------
+
+static void run_softmax_rows(op_run *run) {
+    const tl_array *x = need(run, "x");
+    size_t rows = (size_t)x->shape[0], cols = (size_t)x->shape[1], n = x->count;
+    float *in = input(run, "x"), *dy = input(run, "dy");
+    float *y = output(run, n), *dx = output(run, n);
+    OK(strix_softmax_rows(run->be, in, y, rows, cols));
+    collect(run, "y", "y", y, n, false);
+    OK(strix_softmax_rows_backward(run->be, y, dy, dx, rows, cols));
+    collect(run, "dx", "dx", dx, n, false);
+    OK(strix_softmax_rows(run->be, in, in, rows, cols)); /* in place */
+    collect(run, "y (in place)", "y", in, n, false);
+    OK(strix_softmax_rows_backward(run->be, y, dy, dy, rows, cols)); /* dx aliases dy */
+    collect(run, "dx (in place)", "dx", dy, n, false);
+}
+
+static void run_logsumexp_rows(op_run *run) {
+    const tl_array *x = need(run, "x");
+    size_t rows = (size_t)x->shape[0], cols = (size_t)x->shape[1];
+    float *out = output(run, rows);
+    OK(strix_logsumexp_rows(run->be, input(run, "x"), out, rows, cols));
+    collect(run, "out", "out", out, rows, false);
+}
+
+static void run_layer_norm(op_run *run) {
+    const tl_array *x = need(run, "x");
+    size_t rows = (size_t)x->shape[0], cols = (size_t)x->shape[1], n = x->count;
+    float eps = scalar(run, "eps");
+    float *in = input(run, "x"), *gamma = input(run, "gamma"), *beta = input(run, "beta");
+    float *dout = input(run, "dout");
+    float *xhat = output(run, n), *out = output(run, n), *std = output(run, rows);
+    float *dx = output(run, n);
+    OK(strix_layer_norm_forward(run->be, in, gamma, beta, xhat, out, std, rows, cols, eps));
+    collect(run, "out", "out", out, n, false);
+    collect(run, "xhat", "xhat", xhat, n, false);
+    collect(run, "row_std", "row_std", std, rows, false);
+    OK(strix_layer_norm_backward(run->be, dout, gamma, xhat, std, dx, rows, cols));
+    collect(run, "dx", "dx", dx, n, false);
+    OK(strix_layer_norm_forward(run->be, in, NULL, NULL, xhat, out, std, rows, cols, eps));
+    collect(run, "out (no gamma/beta)", "out_plain", out, n, false);
+    OK(strix_layer_norm_backward(run->be, dout, NULL, xhat, std, dout, rows, cols));
+    collect(run, "dx (no gamma, in place)", "dx_plain", dout, n, false);
+}
+
+static const struct {
+    strix_act op;
+    const char *name;
+} activations[] = {
+    {STRIX_ACT_RELU, "relu"},           {STRIX_ACT_NEG, "neg"},   {STRIX_ACT_TANH, "tanh"},
+    {STRIX_ACT_SIGMOID, "sigmoid"},     {STRIX_ACT_SILU, "silu"}, {STRIX_ACT_EXP, "exp"},
+    {STRIX_ACT_GELU_TANH, "gelu_tanh"}, {STRIX_ACT_GELU, "gelu"},
+};
+
+static void run_activations(op_run *run) {
+    size_t n = count_of(run, "x");
+    float *x = input(run, "x"), *dy = input(run, "dy");
+    for (size_t a = 0; a < sizeof activations / sizeof activations[0]; a++) {
+        char y_name[32], dx_name[32];
+        snprintf(y_name, sizeof y_name, "y_%s", activations[a].name);
+        snprintf(dx_name, sizeof dx_name, "dx_%s", activations[a].name);
+        float *y = output(run, n), *dx = output(run, n);
+        OK(strix_elementwise(run->be, activations[a].op, x, y, n));
+        collect(run, y_name, need(run, y_name)->name, y, n, false);
+        OK(strix_elementwise_backward(run->be, activations[a].op, x, dy, dx, n));
+        collect(run, dx_name, need(run, dx_name)->name, dx, n, false);
+    }
+}
+
+static void run_cross_entropy(op_run *run) {
+    const tl_array *logits = need(run, "logits");
+    size_t rows = (size_t)logits->shape[0], V = (size_t)logits->shape[1];
+    float grad_scale = scalar(run, "grad_scale");
+    float *x = input(run, "logits");
+    int32_t *targets = input_i32(run, "targets");
+    float *losses = output(run, rows), *dlogits = output(run, rows * V);
+    OK(strix_softmax_cross_entropy(run->be, x, targets, losses, dlogits, rows, V, grad_scale));
+    collect(run, "losses", "losses", losses, rows, false);
+    collect(run, "dlogits", "dlogits", dlogits, rows * V, false);
+    float *losses_only = output(run, rows);
+    OK(strix_softmax_cross_entropy(run->be, x, targets, losses_only, NULL, rows, V, grad_scale));
+    collect(run, "losses (no grad)", "losses", losses_only, rows, false);
+    OK(strix_softmax_cross_entropy(run->be, x, targets, losses, x, rows, V, grad_scale));
+    collect(run, "dlogits (in place)", "dlogits", x, rows * V, false);
+}
+
+static void run_attn_softmax_causal(op_run *run) {
+    const tl_array *scores = need(run, "scores");
+    size_t slices = (size_t)scores->shape[0], T = (size_t)scores->shape[1], n = scores->count;
+    float scale = scalar(run, "scale");
+    float *s = input(run, "scores"), *dp = input(run, "dprobs");
+    float *p = output(run, n), *ds = output(run, n);
+    OK(strix_attn_softmax_causal(run->be, s, p, slices, T, scale));
+    collect(run, "probs", "probs", p, n, false);
+    OK(strix_attn_softmax_causal_backward(run->be, p, dp, ds, slices, T, scale));
+    collect(run, "dscores", "dscores", ds, n, false);
+    OK(strix_attn_softmax_causal(run->be, s, s, slices, T, scale));
+    collect(run, "probs (in place)", "probs", s, n, false);
+    OK(strix_attn_softmax_causal_backward(run->be, p, dp, dp, slices, T, scale));
+    collect(run, "dscores (in place)", "dscores", dp, n, false);
+}
+
+static void run_rope(op_run *run) {
+    const tl_array *x = need(run, "x");
+    size_t rows = (size_t)x->shape[0], head_dim = (size_t)x->shape[1];
+    size_t seq_len = (size_t)scalar(run, "seq_len"), pos0 = (size_t)scalar(run, "pos0");
+    float *in = input(run, "x"), *cos_t = input(run, "cos"), *sin_t = input(run, "sin");
+    float *out = output(run, x->count);
+    OK(strix_rope_rotate(run->be, in, head_dim, cos_t, sin_t, out, head_dim, rows, seq_len, pos0,
+                         head_dim, false));
+    collect(run, "out", "out", out, x->count, false);
+    OK(strix_rope_rotate(run->be, in, head_dim, cos_t, sin_t, out, head_dim, rows, seq_len, pos0,
+                         head_dim, true));
+    collect(run, "inverse", "inv", out, x->count, false);
+    /* Strided and in place: rows live in a wider buffer (row stride ld), like a head slice of
+     * a (B,T,3C) activation; the gap columns must stay untouched. */
+    size_t ld = head_dim + 5;
+    float *host = tl_malloc_floats(rows * ld);
+    for (size_t r = 0; r < rows; r++) {
+        memcpy(host + r * ld, x->data + r * head_dim, head_dim * sizeof(float));
+        for (size_t j = head_dim; j < ld; j++) host[r * ld + j] = -7.0f;
+    }
+    float *wide = keep(run, tl_upload(run->be, host, rows * ld * sizeof(float)));
+    OK(strix_rope_rotate(run->be, wide, ld, cos_t, sin_t, wide, ld, rows, seq_len, pos0,
+                         head_dim, false));
+    tl_download(run->be, host, wide, rows * ld * sizeof(float));
+    float *packed = output(run, rows * head_dim);
+    float *packed_host = tl_malloc_floats(rows * head_dim);
+    for (size_t r = 0; r < rows; r++) {
+        memcpy(packed_host + r * head_dim, host + r * ld, head_dim * sizeof(float));
+        for (size_t j = head_dim; j < ld; j++) assert_true(host[r * ld + j] == -7.0f);
+    }
+    OK(strix_copy(run->be, packed, packed_host, rows * head_dim * sizeof(float), STRIX_COPY_H2D));
+    collect(run, "out (strided, in place)", "out", packed, rows * head_dim, false);
+    free(host);
+    free(packed_host);
+}
+
+static void run_permute_0213(op_run *run) {
+    const tl_array *x = need(run, "x");
+    float *out = output(run, x->count);
+    OK(strix_permute_0213(run->be, input(run, "x"), out, (size_t)x->shape[0],
+                          (size_t)x->shape[1], (size_t)x->shape[2], (size_t)x->shape[3]));
+    collect(run, "out", "out", out, x->count, true);
+}
+
+static void run_gather_rows(op_run *run) {
+    const tl_array *table = need(run, "table");
+    size_t count = count_of(run, "idx"), dim = (size_t)table->shape[1];
+    float *out = output(run, count * dim);
+    OK(strix_gather_rows(run->be, input(run, "table"), input_i32(run, "idx"), out, count, dim));
+    collect(run, "out", "out", out, count * dim, true);
+}
+
+static void run_scatter_add_rows(op_run *run) {
+    const tl_array *table = need(run, "table");
+    size_t count = count_of(run, "idx"), dim = (size_t)table->shape[1];
+    float *t = input(run, "table");
+    OK(strix_scatter_add_rows(run->be, input(run, "src"), input_i32(run, "idx"), t, count, dim));
+    collect(run, "out", "out", t, table->count, false);
+}
+
+static void run_adam_step(op_run *run) {
+    size_t n = count_of(run, "param");
+    float *p = input(run, "param"), *m = input(run, "m"), *v = input(run, "v");
+    OK(strix_adam_step(run->be, p, input(run, "grad"), m, v, n, scalar(run, "lr"),
+                       scalar(run, "beta1"), scalar(run, "beta2"), scalar(run, "eps"),
+                       scalar(run, "bc1"), scalar(run, "bc2")));
+    collect(run, "param", "param_out", p, n, false);
+    collect(run, "m", "m_out", m, n, false);
+    collect(run, "v", "v_out", v, n, false);
+}
+
+static void top_k_one(op_run *run, const char *input_name, size_t k, bool largest,
+                      const char *vals_name, const char *idx_name) {
+    const tl_array *x = need(run, input_name);
+    size_t rows = (size_t)x->shape[0], cols = (size_t)x->shape[1];
+    float *vals = output(run, rows * k);
+    int32_t *idx = keep(run, tl_device_alloc(run->be, rows * k * sizeof(int32_t)));
+    OK(strix_top_k_rows(run->be, input(run, input_name), vals, idx, rows, cols, k, largest));
+    collect(run, vals_name, vals_name, vals, rows * k, true);
+    collect_i32(run, idx_name, idx_name, idx, rows * k);
+}
+
+static void run_top_k_rows(op_run *run) {
+    top_k_one(run, "x", 7, true, "vals_largest", "idx_largest");
+    top_k_one(run, "x", 7, false, "vals_smallest", "idx_smallest");
+    top_k_one(run, "small", 9, true, "small_vals_largest", "small_idx_largest");
+    top_k_one(run, "small", 9, false, "small_vals_smallest", "small_idx_smallest");
+}
+
+static void run_column_sums(op_run *run) {
+    const tl_array *x = need(run, "x");
+    size_t rows = (size_t)x->shape[0], cols = (size_t)x->shape[1];
+    float *in = input(run, "x");
+    float *out = output(run, cols); /* NaN-filled: beta == 0 must not read it */
+    OK(strix_column_sums(run->be, in, out, rows, cols, 0.0f));
+    collect(run, "out", "out", out, cols, false);
+    float *prev = input(run, "prev");
+    OK(strix_column_sums(run->be, in, prev, rows, cols, 0.5f));
+    collect(run, "out (beta 0.5)", "out_beta", prev, cols, false);
+}
+
+static void run_add_row_vector(op_run *run) {
+    const tl_array *x = need(run, "x");
+    size_t rows = (size_t)x->shape[0], cols = (size_t)x->shape[1];
+    float *in = input(run, "x"), *row = input(run, "row"), *out = output(run, x->count);
+    OK(strix_add_row_vector(run->be, in, row, out, rows, cols));
+    collect(run, "out", "out", out, x->count, false);
+    OK(strix_add_row_vector(run->be, in, row, in, rows, cols));
+    collect(run, "out (in place)", "out", in, x->count, false);
+}
+
+static void run_axpby(op_run *run) {
+    size_t n = count_of(run, "x");
+    float alpha = scalar(run, "alpha"), beta = scalar(run, "beta");
+    float *x = input(run, "x"), *y = input(run, "y"), *out = output(run, n);
+    OK(strix_axpby(run->be, alpha, x, beta, y, out, n));
+    collect(run, "out", "out", out, n, false);
+    OK(strix_axpby(run->be, alpha, x, beta, y, y, n));
+    collect(run, "out (aliases y)", "out", y, n, false);
+}
+
+static void run_gemm_ex(op_run *run) {
+    size_t m = (size_t)scalar(run, "m"), k = (size_t)scalar(run, "k"), n = (size_t)scalar(run, "n");
+    static const char *const tags[] = {"nn", "nt", "tn", "tt"};
+    for (int t = 0; t < 4; t++) {
+        bool ta = tags[t][0] == 't', tb = tags[t][1] == 't';
+        char a_name[16], b_name[16], c_name[16], out0[16], out1[16];
+        snprintf(a_name, sizeof a_name, "a_%s", tags[t]);
+        snprintf(b_name, sizeof b_name, "b_%s", tags[t]);
+        snprintf(c_name, sizeof c_name, "c_%s", tags[t]);
+        snprintf(out0, sizeof out0, "out0_%s", tags[t]);
+        snprintf(out1, sizeof out1, "out1_%s", tags[t]);
+        float *a = input(run, a_name), *b = input(run, b_name);
+        float *c = output(run, m * n); /* NaN-filled: beta == 0 must not read it */
+        OK(strix_gemm_ex(run->be, a, ta, b, tb, c, m, k, n, 0.0f));
+        collect(run, out0, need(run, out0)->name, c, m * n, false);
+        float *c1 = input(run, c_name);
+        OK(strix_gemm_ex(run->be, a, ta, b, tb, c1, m, k, n, 1.0f));
+        collect(run, out1, need(run, out1)->name, c1, m * n, false);
+    }
+}
+
+/* atol/rtol 1e-5/1e-4 everywhere: every output is O(1) and each op is a handful of roundings
+ * away from PyTorch's float32 (or float64-rounded) result. */
+static const op_case op_cases[] = {
+    {"softmax_rows", run_softmax_rows, ATOL, RTOL},
+    {"logsumexp_rows", run_logsumexp_rows, ATOL, RTOL},
+    {"layer_norm", run_layer_norm, ATOL, RTOL},
+    {"activations", run_activations, ATOL, RTOL},
+    {"cross_entropy", run_cross_entropy, ATOL, RTOL},
+    {"attn_softmax_causal", run_attn_softmax_causal, ATOL, RTOL},
+    {"rope", run_rope, ATOL, RTOL},
+    {"permute_0213", run_permute_0213, 0.0, 0.0},
+    {"gather_rows", run_gather_rows, 0.0, 0.0},
+    {"scatter_add_rows", run_scatter_add_rows, ATOL, RTOL},
+    {"adam_step", run_adam_step, ATOL, RTOL},
+    {"top_k_rows", run_top_k_rows, 0.0, 0.0},
+    {"column_sums", run_column_sums, ATOL, RTOL},
+    {"add_row_vector", run_add_row_vector, ATOL, RTOL},
+    {"axpby", run_axpby, ATOL, RTOL},
+    {"gemm_ex", run_gemm_ex, ATOL, RTOL},
+};
+
+// ---- the golden harness ------------------------------------------------------------------------
+
+/* Runs one case on one backend twice (1 thread; 2 threads with every loop forced parallel),
+ * checks the second run against the golden and the two runs against each other bit for bit. */
+static bool check_case(const op_case *c, strix_backend *be, const tl_golden *g) {
+    op_run serial = {.be = be, .g = g}, parallel = {.be = be, .g = g};
+    strix_set_num_threads(1);
+    c->run(&serial);
+    strix_set_num_threads(2);
+    size_t previous = cpu_set_parallel_min_work(1);
+    c->run(&parallel);
+    cpu_set_parallel_min_work(previous);
+    strix_set_num_threads(0);
+
+    bool ok = serial.count == parallel.count;
+    for (int i = 0; ok && i < parallel.count; i++) {
+        const op_output *o = &parallel.out[i];
+        const tl_array *want = tl_golden_get(g, o->golden);
+        char label[160];
+        snprintf(label, sizeof label, "%s/%s/%s", c->golden, strix_backend_name(be), o->label);
+        bool good = want && want->count == o->count;
+        if (good && o->exact) good = tl_check_bits(label, o->host, want->data, o->count);
+        if (good && !o->exact)
+            good = tl_check_close(label, o->host, want->data, o->count, c->atol, c->rtol);
+        char threads_label[200];
+        snprintf(threads_label, sizeof threads_label, "%s (1 vs 2 threads)", label);
+        good = good && tl_check_bits(threads_label, serial.out[i].host, o->host, o->count);
+        ok = ok && good;
+    }
+    run_release(&serial);
+    run_release(&parallel);
+    return ok;
+}
+
+static void test_golden_cases(void **state) {
+    (void)state;
+    int failures = 0, runs = 0;
+    for (size_t ci = 0; ci < sizeof op_cases / sizeof op_cases[0]; ci++) {
+        const op_case *c = &op_cases[ci];
+        char path[256];
+        snprintf(path, sizeof path, GOLDEN_DIR "%s.bin", c->golden);
+        tl_golden g;
+        assert_true(tl_golden_load(path, &g));
+        for (size_t bi = 0; bi < TL_BACKEND_COUNT; bi++) {
+            strix_backend *be = tl_backend_open(tl_backend_names[bi]);
+            if (!be) continue;
+            bool ok = check_case(c, be, &g);
+            printf("  %-22s %-9s %s\n", c->golden, tl_backend_names[bi], ok ? "ok" : "FAIL");
+            failures += !ok;
+            runs++;
+            strix_backend_free(be);
+        }
+        tl_golden_free(&g);
+    }
+    printf("  %d op x backend runs, %d failed\n", runs, failures);
+    assert_int_equal(failures, 0);
+}
+
+// ---- exact edge cases (spec/decisions.md) -----------------------------------------------------
+
+/* Runs `body` once per available backend with `be` bound. */
+#define FOR_EACH_BACKEND(be)                                                                   \
+    for (size_t bi_ = 0; bi_ < TL_BACKEND_COUNT; bi_++)                                        \
+        for (strix_backend *be = tl_backend_open(tl_backend_names[bi_]), *once_ = be; once_;   \
+             strix_backend_free(be), once_ = NULL)
+
+static float *up(strix_backend *be, const float *host, size_t n) {
+    return tl_upload(be, host, n * sizeof(float));
+}
+
+static void down(strix_backend *be, float *host, const float *device, size_t n) {
+    tl_download(be, host, device, n * sizeof(float));
+}
+
+static void test_relu_kink(void **state) {
+    (void)state;
+    const float x[] = {0.0f, -0.0f, 1e-30f, -1e-30f, 2.0f};
+    const float g[] = {1.0f, 1.0f, 1.0f, 1.0f, 3.0f};
+    const float want_dx[] = {0.0f, 0.0f, 1.0f, 0.0f, 3.0f};
+    const float want_y[] = {0.0f, -0.0f, 1e-30f, 0.0f, 2.0f};
+    FOR_EACH_BACKEND(be) {
+        float *dx = up(be, x, 5), *dg = up(be, g, 5), *dy = up(be, x, 5);
+        float got[5];
+        OK(strix_elementwise_backward(be, STRIX_ACT_RELU, dx, dg, dg, 5));
+        down(be, got, dg, 5);
+        assert_true(tl_check_bits("relu backward", got, want_dx, 5));
+        OK(strix_elementwise(be, STRIX_ACT_RELU, dx, dy, 5));
+        down(be, got, dy, 5);
+        assert_true(tl_check_bits("relu forward", got, want_y, 5));
+        strix_free(be, dx), strix_free(be, dg), strix_free(be, dy);
+    }
+}
+
+static void test_softmax_infinities(void **state) {
+    (void)state;
+    const float ninf = -INFINITY;
+    const float x[] = {ninf, 0.0f, ninf, 0.0f, /* */ ninf, ninf, ninf, ninf};
+    const float want[] = {0.0f, 0.5f, 0.0f, 0.5f, 0.0f, 0.0f, 0.0f, 0.0f};
+    const float dy[] = {1.0f, 2.0f, 3.0f, 4.0f, 1.0f, 2.0f, 3.0f, 4.0f};
+    const float want_dx[] = {0.0f, -0.5f, 0.0f, 0.5f, 0.0f, 0.0f, 0.0f, 0.0f};
+    const float want_lse[] = {0.69314718f, -INFINITY};
+    FOR_EACH_BACKEND(be) {
+        float *in = up(be, x, 8), *out = up(be, x, 8), *d = up(be, dy, 8), *lse = up(be, x, 2);
+        float got[8];
+        OK(strix_softmax_rows(be, in, out, 2, 4));
+        down(be, got, out, 8);
+        assert_true(tl_check_bits("softmax with -inf", got, want, 8));
+        OK(strix_softmax_rows_backward(be, out, d, d, 2, 4));
+        down(be, got, d, 8);
+        assert_true(tl_check_close("softmax backward with -inf", got, want_dx, 8, 0.0, 0.0));
+        OK(strix_logsumexp_rows(be, in, lse, 2, 4));
+        down(be, got, lse, 2);
+        assert_true(tl_check_close("logsumexp with -inf", got, want_lse, 2, 1e-6, 0.0));
+        assert_true(isinf(got[1]) && got[1] < 0);
+        /* attention: a query row whose visible keys are all -inf carries no mass */
+        const float scores[] = {ninf, 5.0f, 1.0f, ninf};
+        float *s = up(be, scores, 4);
+        OK(strix_attn_softmax_causal(be, s, s, 1, 2, 1.0f));
+        down(be, got, s, 4);
+        const float want_p[] = {0.0f, 0.0f, 1.0f, 0.0f}; /* row 0 masked; row 1 = (1, -inf) */
+        assert_true(tl_check_bits("attn softmax all masked", got, want_p, 4));
+        strix_free(be, in), strix_free(be, out), strix_free(be, d), strix_free(be, lse);
+        strix_free(be, s);
+    }
+}
+
+static void test_cross_entropy_edges(void **state) {
+    (void)state;
+    const float ninf = -INFINITY;
+    const float logits[] = {ninf, ninf, 1.0f, 2.0f, ninf, /* */ 3.0f, 1.0f, 0.0f, 2.0f, 5.0f};
+    const int32_t targets[] = {3, -1};
+    FOR_EACH_BACKEND(be) {
+        float *x = up(be, logits, 10), *losses = up(be, logits, 2), *grad = up(be, logits, 10);
+        int32_t *t = tl_upload(be, targets, sizeof targets);
+        float got[10], loss[2];
+        OK(strix_softmax_cross_entropy(be, x, t, losses, grad, 2, 5, 0.5f));
+        down(be, got, grad, 10);
+        down(be, loss, losses, 2);
+        double want_loss = log(exp(-1.0) + 1.0); /* lse(1, 2) - 2 */
+        assert_true(isfinite(loss[0]) && fabs(loss[0] - want_loss) < 1e-6);
+        assert_true(loss[1] == 0.0f);
+        for (int j = 0; j < 5; j++) {
+            if (j == 0 || j == 1 || j == 4) assert_true(got[j] == 0.0f && !signbit(got[j]));
+        }
+        assert_true(fabs(got[3] - 0.5 * (1.0 / (1.0 + exp(-1.0)) - 1.0)) < 1e-6);
+        for (int j = 5; j < 10; j++) assert_true(got[j] == 0.0f); /* ignored row */
+        strix_free(be, x), strix_free(be, losses), strix_free(be, grad), strix_free(be, t);
+    }
+}
+
+static void test_top_k_nan_and_ties(void **state) {
+    (void)state;
+    const float nan = NAN;
+    const float row[] = {1.0f, nan, 3.0f, 3.0f, nan, -1.0f, 3.0f};
+    struct {
+        size_t k;
+        bool largest;
+        int32_t idx[7];
+    } cases[] = {
+        {4, true, {1, 4, 2, 3}},
+        {7, true, {1, 4, 2, 3, 6, 0, 5}},     /* k == cols */
+        {7, false, {5, 0, 2, 3, 6, 1, 4}},    /* torch.topk: NaN is the largest value */
+        {3, false, {5, 0, 2}},
+    };
+    const float equal[] = {2.0f, 2.0f, 2.0f, 2.0f, 2.0f};
+    FOR_EACH_BACKEND(be) {
+        float *in = up(be, row, 7), *vals = up(be, row, 7), *eq = up(be, equal, 5);
+        int32_t *idx = tl_device_alloc(be, 7 * sizeof(int32_t));
+        for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+            size_t k = cases[c].k;
+            int32_t got_idx[7];
+            float got_vals[7], want_vals[7];
+            OK(strix_top_k_rows(be, in, vals, idx, 1, 7, k, cases[c].largest));
+            tl_download(be, got_idx, idx, k * sizeof(int32_t));
+            down(be, got_vals, vals, k);
+            assert_true(tl_check_i32("top-k idx", got_idx, cases[c].idx, k));
+            for (size_t j = 0; j < k; j++) want_vals[j] = row[cases[c].idx[j]];
+            assert_true(tl_check_bits("top-k vals", got_vals, want_vals, k));
+        }
+        int32_t got_idx[5];
+        const int32_t want_idx[] = {0, 1, 2, 3, 4};
+        OK(strix_top_k_rows(be, eq, vals, idx, 1, 5, 5, true));
+        tl_download(be, got_idx, idx, sizeof got_idx);
+        assert_true(tl_check_i32("top-k all ties", got_idx, want_idx, 5));
+        OK(strix_top_k_rows(be, eq, vals, idx, 1, 5, 3, false));
+        tl_download(be, got_idx, idx, 3 * sizeof(int32_t));
+        assert_true(tl_check_i32("top-k all ties, smallest", got_idx, want_idx, 3));
+        strix_free(be, in), strix_free(be, vals), strix_free(be, eq), strix_free(be, idx);
+    }
+}
+
+static void test_dropout_mask(void **state) {
+    (void)state;
+    const size_t n = 100000;
+    const float p = 0.3f, scale = 1.0f / 0.7f;
+    const uint64_t seed = 42, offset = 1000;
+    for (uint64_t k = 0; k < 4096; k++) /* the kernel's device-callable copy of U(seed, k) */
+        assert_true(strix_kernel_uniform(seed ^ k, k * 977) == strix_uniform_counter(seed ^ k, k * 977));
+    float *host = tl_malloc_floats(n), *got = tl_malloc_floats(n), *mask = tl_malloc_floats(n);
+    tl_fill_uniform(host, n, 7, -2.0f, 2.0f);
+    FOR_EACH_BACKEND(be) {
+        float *in = up(be, host, n), *out = up(be, host, n), *dmask = up(be, host, n);
+        OK(strix_dropout_forward(be, in, out, dmask, n, p, scale, seed, offset));
+        down(be, got, out, n);
+        down(be, mask, dmask, n);
+        size_t dropped = 0, bad = 0;
+        for (size_t i = 0; i < n; i++) {
+            bool drop = strix_uniform_counter(seed, offset + i) < p;
+            float want = drop ? 0.0f : host[i] * scale;
+            float want_mask = drop ? 0.0f : 1.0f;
+            if (memcmp(&got[i], &want, 4) != 0 || memcmp(&mask[i], &want_mask, 4) != 0) bad++;
+            dropped += drop;
+        }
+        assert_int_equal(bad, 0);
+        double fraction = (double)dropped / (double)n;
+        assert_true(fabs(fraction - p) < 0.01);
+        OK(strix_dropout_forward(be, in, in, NULL, n, p, scale, seed, offset)); /* no mask */
+        down(be, mask, in, n);
+        assert_true(tl_check_bits("dropout in place, no mask", mask, got, n));
+        strix_free(be, in), strix_free(be, out), strix_free(be, dmask);
+    }
+    free(host), free(got), free(mask);
+}
+
+static void test_reductions(void **state) {
+    (void)state;
+    const size_t n = 1000;
+    float *host = tl_malloc_floats(n), *other = tl_malloc_floats(n), *big = tl_malloc_floats(n);
+    tl_fill_uniform(host, n, 11, -1.0f, 1.0f);
+    tl_fill_uniform(other, n, 12, -1.0f, 1.0f);
+    for (size_t i = 0; i < n; i++) big[i] = 1e20f; /* Σx² = 1e43: overflows float, not double */
+    float want_sum = 0.0f, want_dot = 0.0f;
+    for (size_t i = 0; i < n; i++) want_sum += host[i], want_dot += host[i] * other[i];
+    FOR_EACH_BACKEND(be) {
+        float *x = up(be, host, n), *y = up(be, other, n), *b = up(be, big, n);
+        float sum = 0.0f, dot = 0.0f;
+        double squares = 0.0;
+        OK(strix_sum(be, x, n, &sum));
+        OK(strix_dot(be, x, y, n, &dot));
+        assert_true(sum == want_sum && dot == want_dot); /* ascending, from 0.0f */
+        OK(strix_sum_squares(be, b, n, &squares));
+        assert_true(isfinite(squares));
+        assert_true(fabs(squares / (1000.0 * (double)1e20f * (double)1e20f) - 1.0) < 1e-12);
+        OK(strix_sum(be, x, 0, &sum));
+        assert_true(sum == 0.0f);
+        strix_free(be, x), strix_free(be, y), strix_free(be, b);
+    }
+    free(host), free(other), free(big);
+}
+
+static void test_beta_zero_ignores_nan(void **state) {
+    (void)state;
+    const float x[] = {1.0f, -2.0f, 3.0f, 0.5f};
+    const float nan4[] = {NAN, NAN, NAN, NAN};
+    const float want[] = {0.5f, -1.0f, 1.5f, 0.25f};
+    FOR_EACH_BACKEND(be) {
+        float *dx = up(be, x, 4), *dy = up(be, nan4, 4), *out = up(be, nan4, 4);
+        float got[4];
+        OK(strix_axpby(be, 0.5f, dx, 0.0f, dy, out, 4));
+        down(be, got, out, 4);
+        assert_true(tl_check_bits("axpby beta 0, NaN y", got, want, 4));
+        OK(strix_axpby(be, 0.5f, dx, 0.0f, NULL, dx, 4)); /* y may be NULL when beta == 0 */
+        down(be, got, dx, 4);
+        assert_true(tl_check_bits("axpby beta 0, NULL y", got, want, 4));
+        /* gemm (2x2)·(2x2) into NaN with beta 0 */
+        const float a[] = {1.0f, 2.0f, 3.0f, 4.0f};
+        const float want_c[] = {7.0f, 10.0f, 15.0f, 22.0f};
+        float *da = up(be, a, 4), *dc = up(be, nan4, 4);
+        OK(strix_gemm_ex(be, da, false, da, false, dc, 2, 2, 2, 0.0f));
+        down(be, got, dc, 4);
+        assert_true(tl_check_bits("gemm beta 0, NaN out", got, want_c, 4));
+        strix_free(be, dx), strix_free(be, dy), strix_free(be, out), strix_free(be, da);
+        strix_free(be, dc);
+    }
+}
+
+static void test_registry_and_unsupported(void **state) {
+    (void)state;
+    strix_backend *be = NULL;
+    assert_int_equal(strix_backend_init("no-such-backend", &be), STRIX_ERR_ARG);
+    assert_null(be);
+    assert_non_null(strstr(strix_last_error(), "no-such-backend"));
+    strix_status s = strix_backend_init("cpu-blas", &be);
+#ifdef STRIX_HAVE_BLAS
+    assert_int_equal(s, STRIX_OK);
+    assert_string_equal(strix_backend_name(be), "cpu-blas");
+    strix_backend_free(be);
+#else
+    assert_int_equal(s, STRIX_ERR_UNSUPPORTED);
+#endif
+    OK(strix_backend_init("cpu", &be));
+    assert_string_equal(strix_backend_name(be), "cpu");
+    assert_int_equal(strix_backend_device(be), STRIX_DEVICE_CPU);
+    void *p = (void *)1;
+    OK(strix_alloc(be, 0, &p));
+    assert_null(p);
+    strix_free(be, NULL);
+    /* A NULL slot is reported, never routed elsewhere. */
+    struct strix_backend_i partial = *be->vt;
+    partial.softmax_rows = NULL;
+    const struct strix_backend_i *original = be->vt;
+    be->vt = &partial;
+    float x[4] = {0};
+    assert_int_equal(strix_softmax_rows(be, x, x, 1, 4), STRIX_ERR_UNSUPPORTED);
+    assert_non_null(strstr(strix_last_error(), "softmax_rows"));
+    assert_non_null(strstr(strix_last_error(), "cpu"));
+    be->vt = original;
+    strix_set_num_threads(1);
+    assert_int_equal(strix_get_num_threads(), 1);
+    strix_set_num_threads(0);
+    assert_true(strix_get_num_threads() >= 1);
+    strix_backend_free(be);
+    strix_backend_free(NULL);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_golden_cases),
+        cmocka_unit_test(test_relu_kink),
+        cmocka_unit_test(test_softmax_infinities),
+        cmocka_unit_test(test_cross_entropy_edges),
+        cmocka_unit_test(test_top_k_nan_and_ties),
+        cmocka_unit_test(test_dropout_mask),
+        cmocka_unit_test(test_reductions),
+        cmocka_unit_test(test_beta_zero_ignores_nan),
+        cmocka_unit_test(test_registry_and_unsupported),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
