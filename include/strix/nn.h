@@ -1,0 +1,252 @@
+/*
+ * strix/nn.h - neural-network modules: Linear, Embedding, LayerNorm, causal multi-head
+ * self-attention (uniform or heterogeneous heads, optional RoPE, KV-cache decoding), MLP and the
+ * pre-norm TransformerBlock. Each module is a small struct with typed functions; float->float
+ * modules also expose a generic vtable (struct strix_module_i) so containers can chain them.
+ *
+ * Contracts shared by every module:
+ *   - Parameters are declared at construction into a strix_params block under PyTorch-style dotted
+ *     names (prefix + ".weight", ...); their storage exists only after strix_params_alloc().
+ *   - forward(x) writes an output the module owns (valid until its next forward) and caches what
+ *     backward needs. It keeps a POINTER to x: the caller must leave x unchanged until backward.
+ *   - backward(dy): parameter grads `+=`, the input gradient `=` into a buffer the module owns
+ *     (valid until its next backward). backward always refers to the last forward.
+ *   - Buffers grow with strix_tensor_ensure(), so after the first step of a given shape nothing
+ *     is allocated.
+ *   - All computation goes through the backend primitives (strix/backend.h); data pointers are
+ *     backend memory and are never dereferenced on the host here.
+ *
+ * Not here: LRP/relevance (a later issue), dropout (the GPT trains without it), train/eval modes.
+ */
+#ifndef STRIX_NN_H
+#define STRIX_NN_H
+
+#include "strix/params.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+// ---- generic module vtable ---------------------------------------------------------------------
+
+typedef struct strix_module strix_module;
+
+/* The vtable of a float->float module. forward/backward return the module's own output or input
+ * gradient through *y / *dx (valid until the next call of the same kind). */
+typedef struct strix_module_i {
+    const char *type; /* "Linear", "LayerNorm", ... */
+    strix_status (*forward)(strix_module *m, const strix_tensor *x, const strix_tensor **y);
+    strix_status (*backward)(strix_module *m, const strix_tensor *dy, const strix_tensor **dx);
+    void (*destroy)(strix_module *m);
+} strix_module_i;
+
+/* Every module struct starts with this header, so a pointer to it is a strix_module. */
+struct strix_module {
+    const strix_module_i *vt;
+    strix_backend *be;
+};
+
+/* y = module(x); see the contracts above. */
+STRIX_API strix_status strix_module_forward(strix_module *m, const strix_tensor *x,
+                                            const strix_tensor **y);
+/* dx = backward(dy) of the last forward; parameter grads `+=`. */
+STRIX_API strix_status strix_module_backward(strix_module *m, const strix_tensor *dy,
+                                             const strix_tensor **dx);
+/* Frees the module and its buffers (not its parameters: they live in the strix_params block).
+ * NULL is a no-op. */
+STRIX_API void strix_module_free(strix_module *m);
+
+// ---- Linear ------------------------------------------------------------------------------------
+
+/* y = x·Wᵀ + b (PyTorch nn.Linear). W is stored (out_features, in_features), so PyTorch state
+ * dicts load without transposes. */
+typedef struct strix_linear {
+    strix_module base;
+    int in_features, out_features;
+    strix_param *weight, *bias; /* bias NULL without bias */
+    bool need_input_grad;       /* false: backward skips dx (default true) */
+    strix_tensor x;             /* view of the input of the last forward */
+    strix_tensor out, dx;
+} strix_linear;
+
+/* Declares `<prefix>.weight` (out,in) with init N(0, init_std) and decay, and, if `bias`,
+ * `<prefix>.bias` (out) with init 0 and no decay. If `tied_weight` is non-NULL, the weight is
+ * declared as `<prefix>.weight` tied to it (strix_params_tie) and must have shape (out,in).
+ * Returns STRIX_ERR_ALLOC or STRIX_ERR_ARG (bad sizes). */
+STRIX_API strix_status strix_linear_new(strix_params *ps, const char *prefix, int in_features,
+                                        int out_features, bool bias, float init_std,
+                                        strix_param *tied_weight, strix_linear **out);
+/* x (..., in) -> y (..., out) = x·Wᵀ + b. STRIX_ERR_SHAPE if the last dim is not in_features. */
+STRIX_API strix_status strix_linear_forward(strix_linear *m, const strix_tensor *x,
+                                            const strix_tensor **y);
+/* dy (..., out): dW += dyᵀ·x, db += column sums of dy, dx = dy·W (..., in). */
+STRIX_API strix_status strix_linear_backward(strix_linear *m, const strix_tensor *dy,
+                                             const strix_tensor **dx);
+
+// ---- Embedding ---------------------------------------------------------------------------------
+
+/* out[i] = weight[ids[i]] (PyTorch nn.Embedding); int32 ids, not a float->float module. */
+typedef struct strix_embedding {
+    strix_module base;         /* vt->forward/backward are NULL: use the typed functions */
+    int num_embeddings, dim;
+    strix_param *weight;       /* (num, dim), init N(0, init_std), decay */
+    const int32_t *ids;        /* cached backend pointer of the last forward */
+    size_t count;
+    strix_tensor out;
+} strix_embedding;
+
+/* Declares `<prefix>.weight` (num, dim). STRIX_ERR_ALLOC / STRIX_ERR_ARG. */
+STRIX_API strix_status strix_embedding_new(strix_params *ps, const char *prefix,
+                                           int num_embeddings, int dim, float init_std,
+                                           strix_embedding **out);
+/* ids: `count` int32 in BACKEND memory, each in [0, num) (the caller validates; a view of them is
+ * kept for backward). Output shape (shape..., dim) where shape has ndim dims multiplying to
+ * count. */
+STRIX_API strix_status strix_embedding_forward(strix_embedding *m, const int32_t *ids,
+                                               int ndim, const int64_t *shape,
+                                               const strix_tensor **y);
+/* dW[ids[i]] += dy[i] in ascending i (scatter-add). No input gradient (ids are integers). */
+STRIX_API strix_status strix_embedding_backward(strix_embedding *m, const strix_tensor *dy);
+
+// ---- LayerNorm ---------------------------------------------------------------------------------
+
+/* PyTorch nn.LayerNorm over the last dim: y = (x − mean)/sqrt(var + eps)·gamma + beta (biased
+ * variance). Parameters `<prefix>.weight` (ones) and, if bias, `<prefix>.bias` (zeros), no
+ * decay. */
+typedef struct strix_layernorm {
+    strix_module base;
+    int dim;
+    float eps;
+    strix_param *weight, *bias; /* bias NULL without bias */
+    strix_tensor out, xhat, row_std, dx, tmp;
+} strix_layernorm;
+
+/* Declares the parameters above for rows of `dim` values. STRIX_ERR_ARG (dim or eps <= 0),
+ * STRIX_ERR_ALLOC. */
+STRIX_API strix_status strix_layernorm_new(strix_params *ps, const char *prefix, int dim,
+                                           bool bias, float eps, strix_layernorm **out);
+/* x (..., dim) -> y (..., dim); caches xhat and the row std (x itself is not needed later). */
+STRIX_API strix_status strix_layernorm_forward(strix_layernorm *m, const strix_tensor *x,
+                                               const strix_tensor **y);
+/* dgamma += Σ_rows dy⊙xhat, dbeta += Σ_rows dy, dx = LayerNorm input gradient. */
+STRIX_API strix_status strix_layernorm_backward(strix_layernorm *m, const strix_tensor *dy,
+                                                const strix_tensor **dx);
+
+// ---- causal multi-head self-attention -----------------------------------------------------------
+
+#define STRIX_ATTN_MAX_HEADS 64
+
+typedef struct strix_attention_config {
+    int d_model;        /* C */
+    int n_head;         /* NH: uniform heads of C/NH, or the number of entries of head_sizes */
+    const int *head_sizes; /* NULL: uniform; else NH sizes summing to C (copied) */
+    int block_size;     /* longest sequence (RoPE tables and the KV cache) */
+    bool bias;          /* biases of c_attn and c_proj */
+    bool rope;          /* rotary embedding of q and k, adjacent pairs (2i, 2i+1) */
+    float rope_base;    /* theta_i = pos / base^(2i/hs) */
+    float init_std;     /* c_attn weight init */
+    float proj_init_std;/* c_proj weight init (nanoGPT: 0.02/sqrt(2L)) */
+} strix_attention_config;
+
+/* nanoGPT CausalSelfAttention: qkv = c_attn(x) (B,T,3C) holds q|k|v; head h takes columns
+ * [off_h, off_h+hs_h) of each; optional RoPE rotates q and k per head; P = softmax(q·kᵀ/sqrt(hs))
+ * with the causal mask; y_h = P·v_h is written at the head's column slice of (B,T,C); out =
+ * c_proj(y). Head slices are read in place (no split/merge copies). */
+typedef struct strix_attention {
+    strix_module base;
+    int C, NH, block_size;
+    int head_size[STRIX_ATTN_MAX_HEADS], head_off[STRIX_ATTN_MAX_HEADS];
+    bool rope;
+    float rope_base;
+    strix_linear *c_attn, *c_proj;
+    float *rope_cos, *rope_sin;          /* backend: per head (block_size, hs/2), at rope_off */
+    size_t rope_off[STRIX_ATTN_MAX_HEADS];
+    int B, T;                            /* shape of the last forward */
+    strix_tensor att;                    /* (NH, B, T, T) probabilities */
+    strix_tensor y;                      /* (B,T,C) head outputs before c_proj */
+    strix_tensor datt;                   /* (NH, B, T, T) */
+    strix_tensor dqkv;                   /* (B,T,3C) */
+    strix_tensor kv_cache;               /* (block_size, 3C): rows of rotated qkv (decode) */
+    strix_tensor dec_att;                /* (NH, block_size) decode scores/probabilities */
+} strix_attention;
+
+/* Declares `<prefix>.c_attn.*` and `<prefix>.c_proj.*` and builds the RoPE tables. STRIX_ERR_ARG
+ * for a bad head layout (NH not dividing C, sizes not summing to C, odd head size with RoPE),
+ * STRIX_ERR_ALLOC. */
+STRIX_API strix_status strix_attention_new(strix_params *ps, const char *prefix,
+                                           const strix_attention_config *cfg,
+                                           strix_attention **out);
+/* x (B,T,C), T <= block_size -> y (B,T,C). STRIX_ERR_SHAPE otherwise. */
+STRIX_API strix_status strix_attention_forward(strix_attention *m, const strix_tensor *x,
+                                               const strix_tensor **y);
+/* dy (B,T,C) -> dx (B,T,C); c_attn/c_proj grads `+=`. */
+STRIX_API strix_status strix_attention_backward(strix_attention *m, const strix_tensor *dy,
+                                                const strix_tensor **dx);
+/* One decoding step for batch 1: x (1,C) is the token at position `pos` (< block_size); its
+ * rotated k,v are stored in the cache row `pos`, and the query attends over cache rows 0..pos.
+ * Rows < pos must come from earlier calls (the caller resets by starting again at pos 0).
+ * Overwrites the buffers of the last forward (a later backward is invalid). */
+STRIX_API strix_status strix_attention_decode(strix_attention *m, const strix_tensor *x,
+                                              int pos, const strix_tensor **y);
+
+// ---- MLP ---------------------------------------------------------------------------------------
+
+typedef enum strix_activation_kind { STRIX_ACTIVATION_GELU = 0, STRIX_ACTIVATION_RELU = 1 }
+    strix_activation_kind;
+
+/* nanoGPT MLP: c_fc Linear(C, d_ff) -> GELU (erf form, PyTorch default) or ReLU -> c_proj
+ * Linear(d_ff, C). */
+typedef struct strix_mlp {
+    strix_module base;
+    strix_linear *c_fc, *c_proj;
+    strix_activation_kind act;
+    strix_tensor h; /* activation output (..., d_ff) */
+} strix_mlp;
+
+/* Declares `<prefix>.c_fc.*` (init init_std) and `<prefix>.c_proj.*` (init proj_init_std). */
+STRIX_API strix_status strix_mlp_new(strix_params *ps, const char *prefix, int d_model, int d_ff,
+                                     strix_activation_kind act, bool bias, float init_std,
+                                     float proj_init_std, strix_mlp **out);
+/* x (..., C) -> y (..., C). */
+STRIX_API strix_status strix_mlp_forward(strix_mlp *m, const strix_tensor *x,
+                                         const strix_tensor **y);
+/* dy (..., C) -> dx (..., C); c_fc/c_proj grads `+=`. */
+STRIX_API strix_status strix_mlp_backward(strix_mlp *m, const strix_tensor *dy,
+                                          const strix_tensor **dx);
+
+// ---- TransformerBlock --------------------------------------------------------------------------
+
+typedef struct strix_block_config {
+    strix_attention_config attn; /* attn.d_model is C */
+    int d_ff;                    /* 0 means 4·C */
+    strix_activation_kind act;
+    float ln_eps;
+    bool bias;                   /* Linear and LayerNorm biases */
+} strix_block_config;
+
+/* Pre-norm block (nanoGPT Block): x1 = x + attn(ln_1(x)); y = x1 + mlp(ln_2(x1)). */
+typedef struct strix_block {
+    strix_module base;
+    strix_layernorm *ln_1, *ln_2;
+    strix_attention *attn;
+    strix_mlp *mlp;
+    strix_tensor x1, out, dx1, dx;
+} strix_block;
+
+/* Declares `<prefix>.ln_1.*`, `<prefix>.attn.*`, `<prefix>.ln_2.*`, `<prefix>.mlp.*`. */
+STRIX_API strix_status strix_block_new(strix_params *ps, const char *prefix,
+                                       const strix_block_config *cfg, strix_block **out);
+/* x (B,T,C) -> y (B,T,C). */
+STRIX_API strix_status strix_block_forward(strix_block *m, const strix_tensor *x,
+                                           const strix_tensor **y);
+/* dy (B,T,C) -> dx (B,T,C); every parameter grad of the block `+=`. */
+STRIX_API strix_status strix_block_backward(strix_block *m, const strix_tensor *dy,
+                                            const strix_tensor **dx);
+/* One decoding step of the block for batch 1 at position `pos` (see strix_attention_decode). */
+STRIX_API strix_status strix_block_decode(strix_block *m, const strix_tensor *x, int pos,
+                                          const strix_tensor **y);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,312 @@
+/*
+ * gpt.c - the GPT of strix/gpt.h: nanoGPT's layout (token + learned position embeddings, pre-norm
+ * blocks, final LayerNorm, bias-free lm_head) with microGPT's options (RoPE instead of learned
+ * positions, heterogeneous heads, ReLU MLP, tied head), on one parameter block.
+ *
+ * Forward keeps every activation (inside the modules) so backward recomputes nothing; with targets
+ * it also runs the fused softmax + cross-entropy, leaving dlogits ready for backward. Ids and
+ * targets are validated on the host, then uploaded into backend buffers that grow only when a
+ * larger (B,T) appears. Not here: sampling, checkpoints, the training loop.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "strix/gpt.h"
+#include "strix/nn.h"
+
+struct strix_gpt {
+    strix_backend *be;
+    strix_gpt_config cfg;
+    strix_params params;
+    strix_embedding *wte;
+    strix_param *wpe;          /* NULL with RoPE */
+    strix_block **h;           /* n_layer blocks */
+    strix_layernorm *ln_f;
+    strix_linear *lm_head;
+    int32_t *ids, *targets;    /* backend buffers of ids_cap int32 each */
+    size_t ids_cap;
+    strix_tensor losses;       /* (B·T) per-row cross-entropy */
+    strix_tensor dlogits;      /* (B,T,V) */
+    int B, T;
+    bool can_backward;         /* the last forward had targets and no decode step came after */
+    int decode_pos;
+};
+
+// ---- configuration -----------------------------------------------------------------------------
+
+strix_gpt_config strix_gpt_config_default(void) {
+    strix_gpt_config c;
+    memset(&c, 0, sizeof c);
+    c.vocab_size = 0;
+    c.block_size = 64;
+    c.n_layer = 4;
+    c.n_head = 4;
+    c.d_model = 128;
+    c.d_ff = 0;
+    c.mlp_act = STRIX_MLP_GELU;
+    c.rope = false;
+    c.rope_base = 10000.0f;
+    c.tie_weights = false;
+    c.bias = true;
+    c.ln_eps = 1e-5f;
+    return c;
+}
+
+strix_status strix_gpt_config_check(const strix_gpt_config *c) {
+    if (c->vocab_size <= 0)
+        return strix_error(STRIX_ERR_ARG, "vocab_size must be positive (got %d)", c->vocab_size);
+    if (c->block_size <= 0)
+        return strix_error(STRIX_ERR_ARG, "block_size must be positive (got %d)", c->block_size);
+    if (c->n_layer <= 0)
+        return strix_error(STRIX_ERR_ARG, "n_layer must be positive (got %d)", c->n_layer);
+    if (c->d_model <= 0)
+        return strix_error(STRIX_ERR_ARG, "d_model must be positive (got %d)", c->d_model);
+    if (c->n_head <= 0 || c->n_head > STRIX_GPT_MAX_HEADS)
+        return strix_error(STRIX_ERR_ARG, "n_head must be in [1, %d] (got %d)",
+                           STRIX_GPT_MAX_HEADS, c->n_head);
+    if (c->d_ff < 0) return strix_error(STRIX_ERR_ARG, "d_ff must be >= 0 (got %d)", c->d_ff);
+    if (c->mlp_act != STRIX_MLP_GELU && c->mlp_act != STRIX_MLP_RELU)
+        return strix_error(STRIX_ERR_ARG, "mlp_act %d is neither GELU nor ReLU", (int)c->mlp_act);
+    if (!(c->ln_eps > 0.0f))
+        return strix_error(STRIX_ERR_ARG, "ln_eps must be positive (got %g)", (double)c->ln_eps);
+    if (c->rope && !(c->rope_base > 0.0f))
+        return strix_error(STRIX_ERR_ARG, "rope_base must be positive (got %g)",
+                           (double)c->rope_base);
+    if (c->head_sizes[0] > 0) {
+        int sum = 0;
+        for (int h = 0; h < c->n_head; h++) {
+            if (c->head_sizes[h] <= 0)
+                return strix_error(STRIX_ERR_ARG, "head size %d of head %d must be positive",
+                                   c->head_sizes[h], h);
+            sum += c->head_sizes[h];
+        }
+        if (sum != c->d_model)
+            return strix_error(STRIX_ERR_ARG, "head sizes sum to %d, not d_model %d", sum,
+                               c->d_model);
+    } else if (c->d_model % c->n_head != 0) {
+        return strix_error(STRIX_ERR_ARG, "n_head %d does not divide d_model %d", c->n_head,
+                           c->d_model);
+    }
+    if (c->rope)
+        for (int h = 0; h < c->n_head; h++) {
+            int hs = c->head_sizes[0] > 0 ? c->head_sizes[h] : c->d_model / c->n_head;
+            if (hs % 2 != 0)
+                return strix_error(STRIX_ERR_ARG, "RoPE needs an even head size (got %d)", hs);
+        }
+    return STRIX_OK;
+}
+
+// ---- construction ------------------------------------------------------------------------------
+
+void strix_gpt_free(strix_gpt *g) {
+    if (!g) return;
+    if (g->wte) strix_module_free(&g->wte->base);
+    if (g->h)
+        for (int l = 0; l < g->cfg.n_layer; l++)
+            if (g->h[l]) strix_module_free(&g->h[l]->base);
+    free(g->h);
+    if (g->ln_f) strix_module_free(&g->ln_f->base);
+    if (g->lm_head) strix_module_free(&g->lm_head->base);
+    strix_free(g->be, g->ids);
+    strix_free(g->be, g->targets);
+    strix_tensor_free(&g->losses);
+    strix_tensor_free(&g->dlogits);
+    strix_params_free(&g->params);
+    free(g);
+}
+
+static strix_status build(strix_gpt *g) {
+    const strix_gpt_config *c = &g->cfg;
+    strix_params *ps = &g->params;
+    const float std = 0.02f;
+    // nanoGPT: residual projections get 0.02/sqrt(2·n_layer)
+    const float proj_std = (float)(0.02 / sqrt(2.0 * c->n_layer));
+    STRIX_TRY(strix_embedding_new(ps, "transformer.wte", c->vocab_size, c->d_model, std, &g->wte));
+    if (!c->rope) {
+        int64_t shape[2] = {c->block_size, c->d_model};
+        g->wpe = strix_params_add(ps, "transformer.wpe.weight", 2, shape, STRIX_INIT_NORMAL, std,
+                                  true);
+        if (!g->wpe) return strix_error(STRIX_ERR_ALLOC, "gpt: out of memory");
+    }
+    g->h = calloc((size_t)c->n_layer, sizeof *g->h);
+    if (!g->h) return strix_error(STRIX_ERR_ALLOC, "gpt: out of memory");
+    strix_block_config bc = {
+        .attn = {.d_model = c->d_model, .n_head = c->n_head,
+                 .head_sizes = c->head_sizes[0] > 0 ? c->head_sizes : NULL,
+                 .block_size = c->block_size, .bias = c->bias, .rope = c->rope,
+                 .rope_base = c->rope_base, .init_std = std, .proj_init_std = proj_std},
+        .d_ff = c->d_ff > 0 ? c->d_ff : 4 * c->d_model,
+        .act = c->mlp_act == STRIX_MLP_RELU ? STRIX_ACTIVATION_RELU : STRIX_ACTIVATION_GELU,
+        .ln_eps = c->ln_eps,
+        .bias = c->bias};
+    for (int l = 0; l < c->n_layer; l++) {
+        char prefix[32];
+        snprintf(prefix, sizeof prefix, "transformer.h.%d", l);
+        STRIX_TRY(strix_block_new(ps, prefix, &bc, &g->h[l]));
+    }
+    STRIX_TRY(strix_layernorm_new(ps, "transformer.ln_f", c->d_model, c->bias, c->ln_eps,
+                                  &g->ln_f));
+    STRIX_TRY(strix_linear_new(ps, "lm_head", c->d_model, c->vocab_size, false, std,
+                               c->tie_weights ? g->wte->weight : NULL, &g->lm_head));
+    return strix_params_alloc(ps);
+}
+
+strix_status strix_gpt_new(strix_backend *be, const strix_gpt_config *c, strix_gpt **out) {
+    *out = NULL;
+    STRIX_TRY(strix_gpt_config_check(c));
+    strix_gpt *g = calloc(1, sizeof *g);
+    if (!g) return strix_error(STRIX_ERR_ALLOC, "gpt: out of memory");
+    g->be = be;
+    g->cfg = *c;
+    strix_params_init_empty(&g->params, be);
+    strix_status s = build(g);
+    if (s != STRIX_OK) {
+        strix_gpt_free(g);
+        return s;
+    }
+    *out = g;
+    return STRIX_OK;
+}
+
+const strix_gpt_config *strix_gpt_config_of(const strix_gpt *g) { return &g->cfg; }
+
+strix_params *strix_gpt_params(strix_gpt *g) { return &g->params; }
+
+strix_status strix_gpt_init_weights(strix_gpt *g, uint64_t seed) {
+    return strix_params_init(&g->params, seed);
+}
+
+// ---- forward / backward ------------------------------------------------------------------------
+
+/* Grows the backend id/target buffers to hold n int32 each. */
+static strix_status ensure_ids(strix_gpt *g, size_t n) {
+    if (n <= g->ids_cap) return STRIX_OK;
+    strix_free(g->be, g->ids);
+    strix_free(g->be, g->targets);
+    g->ids = g->targets = NULL;
+    g->ids_cap = 0;
+    STRIX_TRY(strix_alloc(g->be, n * sizeof(int32_t), (void **)&g->ids));
+    STRIX_TRY(strix_alloc(g->be, n * sizeof(int32_t), (void **)&g->targets));
+    g->ids_cap = n;
+    return STRIX_OK;
+}
+
+/* Embeddings (token + position) and the blocks and ln_f over ids already on the backend; returns
+ * ln_f's output (B,T,C). */
+static strix_status trunk_forward(strix_gpt *g, int B, int T, const strix_tensor **out) {
+    strix_backend *be = g->be;
+    int C = g->cfg.d_model;
+    int64_t shape[2] = {B, T};
+    const strix_tensor *x;
+    STRIX_TRY(strix_embedding_forward(g->wte, g->ids, 2, shape, &x));
+    // x[b,t,:] += wpe[t,:]: the first T rows of wpe are one (T·C) row vector
+    if (g->wpe)
+        STRIX_TRY(strix_add_row_vector(be, x->data, g->wpe->data, x->data, (size_t)B,
+                                       (size_t)T * (size_t)C));
+    for (int l = 0; l < g->cfg.n_layer; l++) STRIX_TRY(strix_block_forward(g->h[l], x, &x));
+    return strix_layernorm_forward(g->ln_f, x, out);
+}
+
+strix_status strix_gpt_forward(strix_gpt *g, const int32_t *ids, const int32_t *targets, int B,
+                               int T, float *loss) {
+    const strix_gpt_config *c = &g->cfg;
+    g->can_backward = false;
+    if (B <= 0 || T <= 0)
+        return strix_error(STRIX_ERR_ARG, "gpt forward: B %d and T %d must be positive", B, T);
+    if (T > c->block_size)
+        return strix_error(STRIX_ERR_ARG, "gpt forward: T %d exceeds block_size %d", T,
+                           c->block_size);
+    size_t n = (size_t)B * (size_t)T;
+    size_t valid = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (ids[i] < 0 || ids[i] >= c->vocab_size)
+            return strix_error(STRIX_ERR_ARG, "gpt forward: id %d at %zu outside [0, %d)", ids[i],
+                               i, c->vocab_size);
+        if (targets) {
+            // a negative target is an ignored position (PyTorch ignore_index, nanoGPT uses -1)
+            if (targets[i] >= c->vocab_size)
+                return strix_error(STRIX_ERR_ARG, "gpt forward: target %d at %zu outside [0, %d)",
+                                   targets[i], i, c->vocab_size);
+            if (targets[i] >= 0) valid++;
+        }
+    }
+    strix_backend *be = g->be;
+    STRIX_TRY(ensure_ids(g, n));
+    STRIX_TRY(strix_copy(be, g->ids, ids, n * sizeof(int32_t), STRIX_COPY_H2D));
+    g->B = B;
+    g->T = T;
+    const strix_tensor *h, *logits;
+    STRIX_TRY(trunk_forward(g, B, T, &h));
+    STRIX_TRY(strix_linear_forward(g->lm_head, h, &logits));
+    if (!targets) return STRIX_OK;
+
+    STRIX_TRY(strix_copy(be, g->targets, targets, n * sizeof(int32_t), STRIX_COPY_H2D));
+    int64_t lshape[1] = {(int64_t)n};
+    STRIX_TRY(strix_tensor_ensure(be, &g->losses, 1, lshape));
+    STRIX_TRY(strix_tensor_ensure(be, &g->dlogits, 3, logits->shape));
+    float scale = valid > 0 ? 1.0f / (float)valid : 0.0f;
+    STRIX_TRY(strix_softmax_cross_entropy(be, logits->data, g->targets, g->losses.data,
+                                          g->dlogits.data, n, (size_t)c->vocab_size, scale));
+    float sum = 0.0f;
+    STRIX_TRY(strix_sum(be, g->losses.data, n, &sum));
+    if (loss) *loss = valid > 0 ? sum / (float)valid : 0.0f;
+    g->can_backward = true;
+    return STRIX_OK;
+}
+
+const float *strix_gpt_logits(const strix_gpt *g) { return g->lm_head->out.data; }
+
+strix_status strix_gpt_backward(strix_gpt *g) {
+    if (!g->can_backward)
+        return strix_error(STRIX_ERR_ARG,
+                           "gpt backward: needs a forward with targets (and no decode since)");
+    const strix_tensor *d;
+    STRIX_TRY(strix_linear_backward(g->lm_head, &g->dlogits, &d));
+    STRIX_TRY(strix_layernorm_backward(g->ln_f, d, &d));
+    for (int l = g->cfg.n_layer - 1; l >= 0; l--) STRIX_TRY(strix_block_backward(g->h[l], d, &d));
+    STRIX_TRY(strix_embedding_backward(g->wte, d));
+    // dwpe[t,:] += Σ_b dx[b,t,:]
+    if (g->wpe)
+        STRIX_TRY(strix_column_sums(g->be, d->data, g->wpe->grad, (size_t)g->B,
+                                    (size_t)g->T * (size_t)g->cfg.d_model, 1.0f));
+    return STRIX_OK;
+}
+
+// ---- KV-cache decoding -------------------------------------------------------------------------
+
+strix_status strix_gpt_decode_reset(strix_gpt *g) {
+    g->decode_pos = 0;
+    return STRIX_OK;
+}
+
+int strix_gpt_decode_pos(const strix_gpt *g) { return g->decode_pos; }
+
+strix_status strix_gpt_decode_step(strix_gpt *g, int32_t token, float *logits) {
+    const strix_gpt_config *c = &g->cfg;
+    int pos = g->decode_pos;
+    if (pos >= c->block_size)
+        return strix_error(STRIX_ERR_ARG, "gpt decode: cache full (%d positions); reset it",
+                           c->block_size);
+    if (token < 0 || token >= c->vocab_size)
+        return strix_error(STRIX_ERR_ARG, "gpt decode: token %d outside [0, %d)", token,
+                           c->vocab_size);
+    strix_backend *be = g->be;
+    g->can_backward = false; // the step overwrites the buffers of the last forward
+    STRIX_TRY(ensure_ids(g, 1));
+    STRIX_TRY(strix_copy(be, g->ids, &token, sizeof token, STRIX_COPY_H2D));
+    int64_t shape[2] = {1, 1};
+    const strix_tensor *x;
+    STRIX_TRY(strix_embedding_forward(g->wte, g->ids, 2, shape, &x));
+    size_t C = (size_t)c->d_model;
+    if (g->wpe)
+        STRIX_TRY(strix_add(be, x->data, g->wpe->data + (size_t)pos * C, x->data, C));
+    for (int l = 0; l < c->n_layer; l++) STRIX_TRY(strix_block_decode(g->h[l], x, pos, &x));
+    STRIX_TRY(strix_layernorm_forward(g->ln_f, x, &x));
+    STRIX_TRY(strix_linear_forward(g->lm_head, x, &x));
+    STRIX_TRY(strix_copy(be, logits, x->data, (size_t)c->vocab_size * sizeof(float),
+                         STRIX_COPY_D2H));
+    g->decode_pos = pos + 1;
+    return STRIX_OK;
+}

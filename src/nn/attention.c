@@ -1,0 +1,300 @@
+/*
+ * attention.c - causal multi-head self-attention (nanoGPT CausalSelfAttention), with uniform or
+ * heterogeneous head sizes, optional RoPE (Su et al. 2021, adjacent pairs) and a batch-1 KV-cache
+ * decode path.
+ *
+ * Layout: qkv = c_attn(x) is one (B,T,3C) buffer, q | k | v; head h owns columns
+ * [off_h, off_h + hs_h) of each third. Every GEMM reads those slices in place through
+ * strix_gemm_batched (row stride 3C, batch stride T·3C), and P·V is written straight into the
+ * head's column slice of the (B,T,C) buffer that feeds c_proj, so there is no split/merge copy.
+ * Probabilities are stored (NH, B, T, T): head h's B blocks are contiguous, so one fused causal
+ * softmax per head covers them with the head's own scale 1/sqrt(hs_h).
+ *
+ * Not here: dropout, padding masks, GQA, relevance.
+ */
+#include <math.h>
+#include <stdlib.h>
+
+#include "nn_internal.h"
+
+static strix_status vt_forward(strix_module *m, const strix_tensor *x, const strix_tensor **y) {
+    return strix_attention_forward((strix_attention *)m, x, y);
+}
+static strix_status vt_backward(strix_module *m, const strix_tensor *dy, const strix_tensor **dx) {
+    return strix_attention_backward((strix_attention *)m, dy, dx);
+}
+static void vt_destroy(strix_module *m) {
+    strix_attention *a = (strix_attention *)m;
+    strix_module_free(&a->c_attn->base);
+    strix_module_free(&a->c_proj->base);
+    strix_free(a->base.be, a->rope_cos);
+    strix_free(a->base.be, a->rope_sin);
+    strix_tensor *ts[] = {&a->att, &a->y, &a->datt, &a->dqkv, &a->kv_cache, &a->dec_att};
+    for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) strix_tensor_free(ts[i]);
+    free(a);
+}
+static const strix_module_i attention_vt = {"CausalSelfAttention", vt_forward, vt_backward,
+                                            vt_destroy};
+
+// ---- construction ------------------------------------------------------------------------------
+
+/* Validates the head layout and fills sizes/offsets. */
+static strix_status head_layout(const strix_attention_config *cfg, int *size, int *off) {
+    int C = cfg->d_model, NH = cfg->n_head;
+    if (C <= 0) return strix_error(STRIX_ERR_ARG, "attention: d_model %d must be positive", C);
+    if (NH <= 0 || NH > STRIX_ATTN_MAX_HEADS)
+        return strix_error(STRIX_ERR_ARG, "attention: n_head %d not in [1, %d]", NH,
+                           STRIX_ATTN_MAX_HEADS);
+    int sum = 0;
+    for (int h = 0; h < NH; h++) {
+        if (cfg->head_sizes) {
+            size[h] = cfg->head_sizes[h];
+            if (size[h] <= 0)
+                return strix_error(STRIX_ERR_ARG, "attention: head %d has size %d", h, size[h]);
+        } else {
+            if (C % NH != 0)
+                return strix_error(STRIX_ERR_ARG, "n_head %d does not divide d_model %d", NH, C);
+            size[h] = C / NH;
+        }
+        off[h] = sum;
+        sum += size[h];
+    }
+    if (sum != C)
+        return strix_error(STRIX_ERR_ARG, "head sizes sum to %d, not d_model %d", sum, C);
+    if (cfg->rope)
+        for (int h = 0; h < NH; h++)
+            if (size[h] % 2 != 0)
+                return strix_error(STRIX_ERR_ARG, "RoPE needs an even head size (got %d)",
+                                   size[h]);
+    return STRIX_OK;
+}
+
+/* cos/sin tables per head: (block_size, hs/2), angle pos / base^(2i/hs), computed in double. */
+static strix_status build_rope_tables(strix_attention *m) {
+    size_t total = 0;
+    for (int h = 0; h < m->NH; h++) {
+        m->rope_off[h] = total;
+        total += (size_t)m->block_size * (size_t)(m->head_size[h] / 2);
+    }
+    float *hc = malloc(total * sizeof(float)), *hsn = malloc(total * sizeof(float));
+    strix_status s = STRIX_OK;
+    if (!hc || !hsn) s = NN_ALLOC_FAIL("attention RoPE");
+    for (int h = 0; h < m->NH && s == STRIX_OK; h++) {
+        int half = m->head_size[h] / 2;
+        for (int p = 0; p < m->block_size; p++)
+            for (int i = 0; i < half; i++) {
+                double inv_freq = 1.0 / pow((double)m->rope_base, 2.0 * i / m->head_size[h]);
+                double angle = (double)p * inv_freq;
+                size_t at = m->rope_off[h] + (size_t)p * (size_t)half + (size_t)i;
+                hc[at] = (float)cos(angle);
+                hsn[at] = (float)sin(angle);
+            }
+    }
+    strix_backend *be = m->base.be;
+    if (s == STRIX_OK) s = strix_alloc(be, total * sizeof(float), (void **)&m->rope_cos);
+    if (s == STRIX_OK) s = strix_alloc(be, total * sizeof(float), (void **)&m->rope_sin);
+    if (s == STRIX_OK) s = strix_copy(be, m->rope_cos, hc, total * sizeof(float), STRIX_COPY_H2D);
+    if (s == STRIX_OK) s = strix_copy(be, m->rope_sin, hsn, total * sizeof(float), STRIX_COPY_H2D);
+    free(hc);
+    free(hsn);
+    return s;
+}
+
+strix_status strix_attention_new(strix_params *ps, const char *prefix,
+                                 const strix_attention_config *cfg, strix_attention **out) {
+    *out = NULL;
+    int size[STRIX_ATTN_MAX_HEADS], off[STRIX_ATTN_MAX_HEADS];
+    STRIX_TRY(head_layout(cfg, size, off));
+    if (cfg->block_size <= 0)
+        return strix_error(STRIX_ERR_ARG, "attention: block_size %d must be positive",
+                           cfg->block_size);
+    if (cfg->rope && !(cfg->rope_base > 0.0f))
+        return strix_error(STRIX_ERR_ARG, "attention: rope_base %g must be positive",
+                           (double)cfg->rope_base);
+    char name[STRIX_PARAM_NAME_MAX];
+    strix_attention *m = calloc(1, sizeof *m);
+    if (!m) return NN_ALLOC_FAIL("attention");
+    m->base.vt = &attention_vt;
+    m->base.be = ps->be;
+    m->C = cfg->d_model;
+    m->NH = cfg->n_head;
+    m->block_size = cfg->block_size;
+    m->rope = cfg->rope;
+    m->rope_base = cfg->rope_base;
+    for (int h = 0; h < m->NH; h++) {
+        m->head_size[h] = size[h];
+        m->head_off[h] = off[h];
+    }
+    strix_status s = nn_name(name, prefix, "c_attn");
+    if (s == STRIX_OK)
+        s = strix_linear_new(ps, name, m->C, 3 * m->C, cfg->bias, cfg->init_std, NULL, &m->c_attn);
+    if (s == STRIX_OK) s = nn_name(name, prefix, "c_proj");
+    if (s == STRIX_OK)
+        s = strix_linear_new(ps, name, m->C, m->C, cfg->bias, cfg->proj_init_std, NULL,
+                             &m->c_proj);
+    if (s == STRIX_OK && m->rope) s = build_rope_tables(m);
+    if (s != STRIX_OK) {
+        if (m->c_attn) strix_module_free(&m->c_attn->base);
+        if (m->c_proj) strix_module_free(&m->c_proj->base);
+        strix_free(ps->be, m->rope_cos);
+        strix_free(ps->be, m->rope_sin);
+        free(m);
+        return s;
+    }
+    *out = m;
+    return STRIX_OK;
+}
+
+// ---- forward / backward ------------------------------------------------------------------------
+
+static float head_scale(int hs) { return (float)(1.0 / sqrt((double)hs)); }
+
+/* Rotates (or un-rotates) the q and k slices of every head of a (rows, 3C) buffer in place;
+ * row r is at position r mod seq_len + pos0. */
+static strix_status rope_qk(strix_attention *m, float *qkv, size_t rows, size_t seq_len,
+                            size_t pos0, bool inverse) {
+    size_t ld = 3 * (size_t)m->C;
+    for (int h = 0; h < m->NH; h++) {
+        const float *cs = m->rope_cos + m->rope_off[h], *sn = m->rope_sin + m->rope_off[h];
+        for (int part = 0; part < 2; part++) { // q, then k
+            float *p = qkv + (size_t)part * (size_t)m->C + (size_t)m->head_off[h];
+            STRIX_TRY(strix_rope_rotate(m->base.be, p, ld, cs, sn, p, ld, rows, seq_len, pos0,
+                                        (size_t)m->head_size[h], inverse));
+        }
+    }
+    return STRIX_OK;
+}
+
+strix_status strix_attention_forward(strix_attention *m, const strix_tensor *x,
+                                     const strix_tensor **y) {
+    if (x->ndim != 3 || x->shape[2] != m->C || x->shape[1] > m->block_size || x->shape[1] < 1)
+        return strix_error(STRIX_ERR_SHAPE, "attention: input must be (B, T<=%d, %d)",
+                           m->block_size, m->C);
+    strix_backend *be = m->base.be;
+    size_t B = (size_t)x->shape[0], T = (size_t)x->shape[1], C = (size_t)m->C, NH = (size_t)m->NH;
+    m->B = (int)B;
+    m->T = (int)T;
+    const strix_tensor *qkv_t;
+    STRIX_TRY(strix_linear_forward(m->c_attn, x, &qkv_t));
+    float *qkv = qkv_t->data;
+    if (m->rope) STRIX_TRY(rope_qk(m, qkv, B * T, T, 0, false));
+
+    int64_t att_shape[4] = {(int64_t)NH, (int64_t)B, (int64_t)T, (int64_t)T};
+    STRIX_TRY(strix_tensor_ensure(be, &m->att, 4, att_shape));
+    STRIX_TRY(nn_ensure_like(be, &m->y, x, (int64_t)C));
+    if (B == 0) return strix_linear_forward(m->c_proj, &m->y, y);
+    for (size_t h = 0; h < NH; h++) {
+        size_t hs = (size_t)m->head_size[h], off = (size_t)m->head_off[h];
+        float *att = m->att.data + h * B * T * T;
+        // scores (T,T) = q_h · k_hᵀ for each b
+        strix_gemm_batch s = {
+            .a = qkv + off, .lda = 3 * C, .stride_a = T * 3 * C, .ta = false,
+            .b = qkv + C + off, .ldb = 3 * C, .stride_b = T * 3 * C, .tb = true,
+            .c = att, .ldc = T, .stride_c = T * T,
+            .m = T, .k = hs, .n = T, .batch = B, .alpha = 1.0f, .beta = 0.0f};
+        STRIX_TRY(strix_gemm_batched(be, &s));
+        STRIX_TRY(strix_attn_softmax_causal(be, att, att, B, T, head_scale((int)hs)));
+        // y_h (T,hs) = P (T,T) · v_h (T,hs), written at the head's columns of (B,T,C)
+        strix_gemm_batch o = {
+            .a = att, .lda = T, .stride_a = T * T, .ta = false,
+            .b = qkv + 2 * C + off, .ldb = 3 * C, .stride_b = T * 3 * C, .tb = false,
+            .c = m->y.data + off, .ldc = C, .stride_c = T * C,
+            .m = T, .k = T, .n = hs, .batch = B, .alpha = 1.0f, .beta = 0.0f};
+        STRIX_TRY(strix_gemm_batched(be, &o));
+    }
+    return strix_linear_forward(m->c_proj, &m->y, y);
+}
+
+strix_status strix_attention_backward(strix_attention *m, const strix_tensor *dy,
+                                      const strix_tensor **dx) {
+    strix_backend *be = m->base.be;
+    size_t B = (size_t)m->B, T = (size_t)m->T, C = (size_t)m->C, NH = (size_t)m->NH;
+    const strix_tensor *dyh_t;
+    STRIX_TRY(strix_linear_backward(m->c_proj, dy, &dyh_t));
+    const float *dyh = dyh_t->data, *qkv = m->c_attn->out.data;
+    STRIX_TRY(strix_tensor_ensure(be, &m->datt, 4, m->att.shape));
+    STRIX_TRY(strix_tensor_ensure(be, &m->dqkv, 3, m->c_attn->out.shape));
+    float *dqkv = m->dqkv.data;
+    for (size_t h = 0; h < NH && B > 0; h++) {
+        size_t hs = (size_t)m->head_size[h], off = (size_t)m->head_off[h];
+        const float *att = m->att.data + h * B * T * T;
+        float *datt = m->datt.data + h * B * T * T;
+        // dP (T,T) = dy_h (T,hs) · v_hᵀ
+        strix_gemm_batch dp = {
+            .a = dyh + off, .lda = C, .stride_a = T * C, .ta = false,
+            .b = qkv + 2 * C + off, .ldb = 3 * C, .stride_b = T * 3 * C, .tb = true,
+            .c = datt, .ldc = T, .stride_c = T * T,
+            .m = T, .k = hs, .n = T, .batch = B, .alpha = 1.0f, .beta = 0.0f};
+        STRIX_TRY(strix_gemm_batched(be, &dp));
+        // dv_h (T,hs) = Pᵀ · dy_h
+        strix_gemm_batch dv = {
+            .a = att, .lda = T, .stride_a = T * T, .ta = true,
+            .b = dyh + off, .ldb = C, .stride_b = T * C, .tb = false,
+            .c = dqkv + 2 * C + off, .ldc = 3 * C, .stride_c = T * 3 * C,
+            .m = T, .k = T, .n = hs, .batch = B, .alpha = 1.0f, .beta = 0.0f};
+        STRIX_TRY(strix_gemm_batched(be, &dv));
+        // dS = scale·P⊙(dP − rowdot), in place
+        STRIX_TRY(strix_attn_softmax_causal_backward(be, att, datt, datt, B, T,
+                                                     head_scale((int)hs)));
+        // dq_h = dS · k_h ; dk_h = dSᵀ · q_h
+        strix_gemm_batch dq = {
+            .a = datt, .lda = T, .stride_a = T * T, .ta = false,
+            .b = qkv + C + off, .ldb = 3 * C, .stride_b = T * 3 * C, .tb = false,
+            .c = dqkv + off, .ldc = 3 * C, .stride_c = T * 3 * C,
+            .m = T, .k = T, .n = hs, .batch = B, .alpha = 1.0f, .beta = 0.0f};
+        STRIX_TRY(strix_gemm_batched(be, &dq));
+        strix_gemm_batch dk = {
+            .a = datt, .lda = T, .stride_a = T * T, .ta = true,
+            .b = qkv + off, .ldb = 3 * C, .stride_b = T * 3 * C, .tb = false,
+            .c = dqkv + C + off, .ldc = 3 * C, .stride_c = T * 3 * C,
+            .m = T, .k = T, .n = hs, .batch = B, .alpha = 1.0f, .beta = 0.0f};
+        STRIX_TRY(strix_gemm_batched(be, &dk));
+    }
+    // the gradient w.r.t. the unrotated q,k is the inverse rotation of the rotated one
+    if (m->rope && B > 0) STRIX_TRY(rope_qk(m, dqkv, B * T, T, 0, true));
+    return strix_linear_backward(m->c_attn, &m->dqkv, dx);
+}
+
+// ---- KV-cache decoding -------------------------------------------------------------------------
+
+strix_status strix_attention_decode(strix_attention *m, const strix_tensor *x, int pos,
+                                    const strix_tensor **y) {
+    if (strix_tensor_numel(x) != m->C || x->shape[x->ndim - 1] != m->C)
+        return strix_error(STRIX_ERR_SHAPE, "attention decode: input must be (1, %d)", m->C);
+    if (pos < 0 || pos >= m->block_size)
+        return strix_error(STRIX_ERR_ARG, "attention decode: position %d outside [0, %d)", pos,
+                           m->block_size);
+    strix_backend *be = m->base.be;
+    size_t C = (size_t)m->C, n = (size_t)pos + 1, bs = (size_t)m->block_size;
+    const strix_tensor *qkv_t;
+    STRIX_TRY(strix_linear_forward(m->c_attn, x, &qkv_t));
+    float *qkv = qkv_t->data;
+    if (m->rope) STRIX_TRY(rope_qk(m, qkv, 1, 1, (size_t)pos, false));
+    int64_t cache_shape[2] = {(int64_t)bs, (int64_t)(3 * C)};
+    int64_t att_shape[2] = {m->NH, (int64_t)bs};
+    STRIX_TRY(strix_tensor_ensure(be, &m->kv_cache, 2, cache_shape));
+    STRIX_TRY(strix_tensor_ensure(be, &m->dec_att, 2, att_shape));
+    STRIX_TRY(nn_ensure_like(be, &m->y, x, (int64_t)C));
+    float *cache = m->kv_cache.data;
+    STRIX_TRY(strix_copy(be, cache + (size_t)pos * 3 * C, qkv, 3 * C * sizeof(float),
+                         STRIX_COPY_D2D));
+    for (int h = 0; h < m->NH; h++) {
+        size_t hs = (size_t)m->head_size[h], off = (size_t)m->head_off[h];
+        float *att = m->dec_att.data + (size_t)h * bs;
+        // scores (1,n) = scale · q_h · K_hᵀ over cached rows 0..pos
+        strix_gemm_batch s = {
+            .a = qkv + off, .lda = 3 * C, .stride_a = 0, .ta = false,
+            .b = cache + C + off, .ldb = 3 * C, .stride_b = 0, .tb = true,
+            .c = att, .ldc = n, .stride_c = 0,
+            .m = 1, .k = hs, .n = n, .batch = 1, .alpha = head_scale((int)hs), .beta = 0.0f};
+        STRIX_TRY(strix_gemm_batched(be, &s));
+        STRIX_TRY(strix_softmax_rows(be, att, att, 1, n));
+        strix_gemm_batch o = {
+            .a = att, .lda = n, .stride_a = 0, .ta = false,
+            .b = cache + 2 * C + off, .ldb = 3 * C, .stride_b = 0, .tb = false,
+            .c = m->y.data + off, .ldc = C, .stride_c = 0,
+            .m = 1, .k = n, .n = hs, .batch = 1, .alpha = 1.0f, .beta = 0.0f};
+        STRIX_TRY(strix_gemm_batched(be, &o));
+    }
+    return strix_linear_forward(m->c_proj, &m->y, y);
+}

@@ -1,0 +1,105 @@
+/*
+ * linear.c - Linear (PyTorch nn.Linear): y = x·Wᵀ + b with W stored (out, in).
+ *
+ * One GEMM plus a row-vector add forward; two GEMMs and a column sum backward. Does not do
+ * initialisation itself (the parameter block draws values) and has no relevance rule yet.
+ */
+#include <stdlib.h>
+
+#include "nn_internal.h"
+
+static strix_status vt_forward(strix_module *m, const strix_tensor *x, const strix_tensor **y) {
+    return strix_linear_forward((strix_linear *)m, x, y);
+}
+static strix_status vt_backward(strix_module *m, const strix_tensor *dy, const strix_tensor **dx) {
+    return strix_linear_backward((strix_linear *)m, dy, dx);
+}
+static void vt_destroy(strix_module *m) {
+    strix_linear *l = (strix_linear *)m;
+    strix_tensor_free(&l->out);
+    strix_tensor_free(&l->dx);
+    free(l);
+}
+static const strix_module_i linear_vt = {"Linear", vt_forward, vt_backward, vt_destroy};
+
+strix_status strix_linear_new(strix_params *ps, const char *prefix, int in_features,
+                              int out_features, bool bias, float init_std,
+                              strix_param *tied_weight, strix_linear **out) {
+    *out = NULL;
+    if (in_features <= 0 || out_features <= 0)
+        return strix_error(STRIX_ERR_ARG, "Linear %s: sizes %d -> %d must be positive", prefix,
+                           in_features, out_features);
+    char name[STRIX_PARAM_NAME_MAX];
+    STRIX_TRY(nn_name(name, prefix, "weight"));
+    if (tied_weight && (tied_weight->ndim != 2 || tied_weight->shape[0] != out_features ||
+                        tied_weight->shape[1] != in_features))
+        return strix_error(STRIX_ERR_SHAPE, "Linear %s: tied weight %s is not (%d, %d)", prefix,
+                           tied_weight->name, out_features, in_features);
+    strix_linear *m = calloc(1, sizeof *m);
+    if (!m) return NN_ALLOC_FAIL("Linear");
+    m->base.vt = &linear_vt;
+    m->base.be = ps->be;
+    m->in_features = in_features;
+    m->out_features = out_features;
+    m->need_input_grad = true;
+    int64_t wshape[2] = {out_features, in_features};
+    m->weight = tied_weight ? strix_params_tie(ps, name, tied_weight)
+                            : strix_params_add(ps, name, 2, wshape, STRIX_INIT_NORMAL, init_std,
+                                               true);
+    if (m->weight && bias) {
+        int64_t bshape[1] = {out_features};
+        strix_status s = nn_name(name, prefix, "bias");
+        if (s != STRIX_OK) {
+            free(m);
+            return s;
+        }
+        m->bias = strix_params_add(ps, name, 1, bshape, STRIX_INIT_ZEROS, 0.0f, false);
+        if (!m->bias) m->weight = NULL;
+    }
+    if (!m->weight) {
+        free(m);
+        return NN_ALLOC_FAIL("Linear");
+    }
+    *out = m;
+    return STRIX_OK;
+}
+
+strix_status strix_linear_forward(strix_linear *m, const strix_tensor *x, const strix_tensor **y) {
+    STRIX_ASSERT(m->weight->data != NULL, "Linear: parameters not allocated");
+    STRIX_TRY(nn_check_last("Linear", x, m->in_features));
+    strix_backend *be = m->base.be;
+    size_t rows = nn_rows(x), in = (size_t)m->in_features, out = (size_t)m->out_features;
+    STRIX_TRY(nn_ensure_like(be, &m->out, x, m->out_features));
+    m->x = nn_view_of(x);
+    if (rows > 0) {
+        STRIX_TRY(strix_gemm_ex(be, x->data, false, m->weight->data, true, m->out.data, rows, in,
+                                out, 0.0f));
+        if (m->bias)
+            STRIX_TRY(strix_add_row_vector(be, m->out.data, m->bias->data, m->out.data, rows,
+                                           out));
+    }
+    if (y) *y = &m->out;
+    return STRIX_OK;
+}
+
+strix_status strix_linear_backward(strix_linear *m, const strix_tensor *dy,
+                                   const strix_tensor **dx) {
+    STRIX_TRY(nn_check_same("Linear", dy, &m->out));
+    strix_backend *be = m->base.be;
+    size_t rows = nn_rows(dy), in = (size_t)m->in_features, out = (size_t)m->out_features;
+    if (rows > 0) {
+        // dW (out,in) += dyᵀ (out,rows) · x (rows,in)
+        STRIX_TRY(strix_gemm_ex(be, dy->data, true, m->x.data, false, m->weight->grad, out, rows,
+                                in, 1.0f));
+        if (m->bias) STRIX_TRY(strix_column_sums(be, dy->data, m->bias->grad, rows, out, 1.0f));
+    }
+    if (m->need_input_grad) {
+        STRIX_TRY(nn_ensure_like(be, &m->dx, dy, m->in_features));
+        // dx (rows,in) = dy (rows,out) · W (out,in)
+        if (rows > 0)
+            STRIX_TRY(strix_gemm_ex(be, dy->data, false, m->weight->data, false, m->dx.data, rows,
+                                    out, in, 0.0f));
+    }
+    if (dx) *dx = m->need_input_grad ? &m->dx : NULL;
+    return STRIX_OK;
+}

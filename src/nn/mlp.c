@@ -1,0 +1,76 @@
+/*
+ * mlp.c - the transformer MLP (nanoGPT MLP): c_fc -> GELU (erf) or ReLU -> c_proj.
+ *
+ * The activation's input (c_fc's output) is kept for backward, which runs the activation
+ * derivative in place on c_proj's input-gradient buffer. No dropout, no gated (SwiGLU) variant.
+ */
+#include <stdlib.h>
+
+#include "nn_internal.h"
+
+static strix_status vt_forward(strix_module *m, const strix_tensor *x, const strix_tensor **y) {
+    return strix_mlp_forward((strix_mlp *)m, x, y);
+}
+static strix_status vt_backward(strix_module *m, const strix_tensor *dy, const strix_tensor **dx) {
+    return strix_mlp_backward((strix_mlp *)m, dy, dx);
+}
+static void vt_destroy(strix_module *m) {
+    strix_mlp *p = (strix_mlp *)m;
+    strix_module_free(&p->c_fc->base);
+    strix_module_free(&p->c_proj->base);
+    strix_tensor_free(&p->h);
+    free(p);
+}
+static const strix_module_i mlp_vt = {"MLP", vt_forward, vt_backward, vt_destroy};
+
+static strix_act act_op(strix_activation_kind k) {
+    return k == STRIX_ACTIVATION_RELU ? STRIX_ACT_RELU : STRIX_ACT_GELU;
+}
+
+strix_status strix_mlp_new(strix_params *ps, const char *prefix, int d_model, int d_ff,
+                           strix_activation_kind act, bool bias, float init_std,
+                           float proj_init_std, strix_mlp **out) {
+    *out = NULL;
+    if (act != STRIX_ACTIVATION_GELU && act != STRIX_ACTIVATION_RELU)
+        return strix_error(STRIX_ERR_ARG, "MLP %s: unknown activation %d", prefix, (int)act);
+    char name[STRIX_PARAM_NAME_MAX];
+    strix_mlp *m = calloc(1, sizeof *m);
+    if (!m) return NN_ALLOC_FAIL("MLP");
+    m->base.vt = &mlp_vt;
+    m->base.be = ps->be;
+    m->act = act;
+    strix_status s = nn_name(name, prefix, "c_fc");
+    if (s == STRIX_OK)
+        s = strix_linear_new(ps, name, d_model, d_ff, bias, init_std, NULL, &m->c_fc);
+    if (s == STRIX_OK) s = nn_name(name, prefix, "c_proj");
+    if (s == STRIX_OK)
+        s = strix_linear_new(ps, name, d_ff, d_model, bias, proj_init_std, NULL, &m->c_proj);
+    if (s != STRIX_OK) {
+        if (m->c_fc) strix_module_free(&m->c_fc->base);
+        free(m);
+        return s;
+    }
+    *out = m;
+    return STRIX_OK;
+}
+
+strix_status strix_mlp_forward(strix_mlp *m, const strix_tensor *x, const strix_tensor **y) {
+    const strix_tensor *pre;
+    STRIX_TRY(strix_linear_forward(m->c_fc, x, &pre));
+    STRIX_TRY(nn_ensure_like(m->base.be, &m->h, pre, pre->shape[pre->ndim - 1]));
+    size_t n = (size_t)strix_tensor_numel(pre);
+    if (n > 0) STRIX_TRY(strix_elementwise(m->base.be, act_op(m->act), pre->data, m->h.data, n));
+    return strix_linear_forward(m->c_proj, &m->h, y);
+}
+
+strix_status strix_mlp_backward(strix_mlp *m, const strix_tensor *dy, const strix_tensor **dx) {
+    const strix_tensor *dh;
+    STRIX_TRY(strix_linear_backward(m->c_proj, dy, &dh));
+    size_t n = (size_t)strix_tensor_numel(dh);
+    // d(pre) = dh ⊙ act'(pre), in place in c_proj's input-gradient buffer
+    float *dpre = m->c_proj->dx.data;
+    if (n > 0)
+        STRIX_TRY(strix_elementwise_backward(m->base.be, act_op(m->act), m->c_fc->out.data,
+                                             dpre, dpre, n));
+    return strix_linear_backward(m->c_fc, &m->c_proj->dx, dx);
+}
