@@ -1,0 +1,102 @@
+/*
+ * bench_gpt.c - times GPT training steps (forward + backward + clip + AdamW) on one backend and
+ * prints one line in the format of bench/torch_gpt.py, for bench/gpt_train.sh to put side by side.
+ * A benchmark, never a test: it asserts nothing.
+ *
+ * Usage: bench_gpt [--backend cpu|cpu-blas] [--data PATH] [--steps 30] [--warmup-steps 5]
+ *                  [--threads 2] [--batch 16] [--block 64] [--layers 4] [--heads 4] [--d-model 128]
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+
+#include "strix/data.h"
+#include "strix/gpt.h"
+#include "strix/optim.h"
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static int die(const char *what) {
+    fprintf(stderr, "bench_gpt: %s: %s\n", what, strix_last_error());
+    return 1;
+}
+
+int main(int argc, char **argv) {
+    const char *backend = "cpu", *data = "../shared/data/tinyshakespeare.txt";
+    int steps = 30, warmup = 5, threads = 2;
+    strix_gpt_config cfg = strix_gpt_config_default();
+    int B = 16;
+    for (int i = 1; i + 1 < argc; i += 2) {
+        const char *k = argv[i], *v = argv[i + 1];
+        if (!strcmp(k, "--backend")) backend = v;
+        else if (!strcmp(k, "--data")) data = v;
+        else if (!strcmp(k, "--steps")) steps = atoi(v);
+        else if (!strcmp(k, "--warmup-steps")) warmup = atoi(v);
+        else if (!strcmp(k, "--threads")) threads = atoi(v);
+        else if (!strcmp(k, "--batch")) B = atoi(v);
+        else if (!strcmp(k, "--block")) cfg.block_size = atoi(v);
+        else if (!strcmp(k, "--layers")) cfg.n_layer = atoi(v);
+        else if (!strcmp(k, "--heads")) cfg.n_head = atoi(v);
+        else if (!strcmp(k, "--d-model")) cfg.d_model = atoi(v);
+        else { fprintf(stderr, "bench_gpt: unknown flag %s\n", k); return 2; }
+    }
+    if (steps < 1) steps = 1;
+    strix_set_num_threads(threads);
+
+    strix_corpus corpus;
+    if (strix_corpus_load(data, &corpus) != STRIX_OK) return die("corpus");
+    if (strix_corpus_split(&corpus, 0.1) != STRIX_OK) return die("split");
+    cfg.vocab_size = corpus.vocab.size;
+    const int T = cfg.block_size;
+
+    strix_backend *be;
+    strix_gpt *gpt;
+    if (strix_backend_init(backend, &be) != STRIX_OK) return die("backend");
+    if (strix_gpt_new(be, &cfg, &gpt) != STRIX_OK) return die("gpt");
+    if (strix_gpt_init_weights(gpt, 1337) != STRIX_OK) return die("init");
+    strix_params *ps = strix_gpt_params(gpt);
+    strix_adamw_config opt = strix_adamw_defaults(0.1f);
+
+    int32_t *ids = malloc(sizeof(int32_t) * (size_t)B * (size_t)T);
+    int32_t *targets = malloc(sizeof(int32_t) * (size_t)B * (size_t)T);
+    double *times = malloc(sizeof(double) * (size_t)steps);
+    strix_rng rng;
+    strix_rng_seed(&rng, 1337);
+    float loss = 0.0f;
+    for (int step = 0; step < warmup + steps; step++) {
+        if (strix_corpus_batch_random(&corpus, STRIX_SPLIT_TRAIN, &rng, B, T, ids, targets))
+            return die("batch");
+        double t0 = now_s();
+        double norm;
+        if (strix_params_zero_grad(ps) || strix_gpt_forward(gpt, ids, targets, B, T, &loss) ||
+            strix_gpt_backward(gpt) || strix_clip_grad_norm(ps, 1.0f, &norm) ||
+            strix_adamw_step(ps, &opt, 1e-3f, step + 1) || strix_sync(be))
+            return die("step");
+        if (step >= warmup) times[step - warmup] = now_s() - t0;
+    }
+    qsort(times, (size_t)steps, sizeof *times, cmp_double);
+    double ms = 1e3 * times[steps / 2];
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    printf("strix %s threads %d ms/step %.1f tok/s %.0f maxrss_mb %.0f loss %.4f\n", backend,
+           strix_get_num_threads(), ms, (double)B * T / (ms / 1e3), (double)ru.ru_maxrss / 1024.0,
+           loss);
+    free(ids);
+    free(targets);
+    free(times);
+    strix_gpt_free(gpt);
+    strix_backend_free(be);
+    strix_corpus_free(&corpus);
+    return 0;
+}
