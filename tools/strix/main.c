@@ -1,3 +1,65 @@
-/* Placeholder entry point; replaced by the strix command (train, sample). */
+/*
+ * main.c - the strix command: dispatch to the subcommands, --help and --version.
+ *
+ * Does not train or sample itself (train.c, sample.c) and loads nothing on its own.
+ */
+#define _POSIX_C_SOURCE 200809L
+
 #include <stdio.h>
-int main(void) { fprintf(stderr, "strix: not built yet\n"); return 1; }
+#include <string.h>
+#include <time.h>
+
+#include "tool.h"
+
+int tool_fail(strix_status s) {
+    const char *msg = strix_last_error();
+    fprintf(stderr, "strix: %s\n", msg[0] ? msg : strix_status_str(s));
+    return 1;
+}
+
+double tool_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void print_help(FILE *out) {
+    fprintf(out,
+            "strix - train and sample a small character-level GPT (C11, CPU backends)\n"
+            "\n"
+            "Usage:\n"
+            "  strix train  [--data PATH] [--out model.safetensors] [flags]   train a model\n"
+            "  strix sample --model CKPT [--prompt TEXT] [flags]              generate text\n"
+            "  strix --help | --version\n"
+            "\n"
+            "  strix train --help and strix sample --help list every flag with its default.\n"
+            "\n"
+            "Examples:\n"
+            "  strix train --data ../shared/data/tinyshakespeare.txt --time 120\n"
+            "  strix train --resume model.safetensors        (continue an interrupted run)\n"
+            "  strix sample --model model.safetensors --prompt 'ROMEO:' --tokens 300\n"
+            "\n"
+            "Checkpoints are safetensors files with the weights, the AdamW state, the vocabulary\n"
+            "and the whole run configuration; nothing is ever loaded unless named.\n");
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        print_help(stderr);
+        return 2;
+    }
+    const char *cmd = argv[1];
+    if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
+        print_help(stdout);
+        return 0;
+    }
+    if (strcmp(cmd, "--version") == 0) {
+        printf("strix %s\n", STRIX_TOOL_VERSION);
+        return 0;
+    }
+    if (strcmp(cmd, "train") == 0) return cmd_train(argc, argv);
+    if (strcmp(cmd, "sample") == 0) return cmd_sample(argc, argv);
+    fprintf(stderr, "strix: unknown command '%s' (commands: train, sample; see strix --help)\n",
+            cmd);
+    return 2;
+}

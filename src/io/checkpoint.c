@@ -1,0 +1,529 @@
+/*
+ * checkpoint.c - the GPT training checkpoint: parameters, AdamW moments and the whole run's
+ * configuration and position in one safetensors file (layout: strix/checkpoint.h).
+ *
+ * Does not decide what a resumed run may change (the strix tool does) and never loads anything
+ * on its own: a checkpoint is read only when a caller names its path.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "strix/checkpoint.h"
+
+#define FORMAT_NAME "strix-gpt"
+#define FORMAT_VERSION "1"
+
+struct strix_checkpoint {
+    strix_safetensors *st;
+    strix_checkpoint_info info;
+    char path[STRIX_PATH_MAX];
+};
+
+// ---- GPT config as JSON ------------------------------------------------------------------------
+
+static void format_float(char *buf, size_t cap, float x);
+
+/* Adds a float as its shortest exact decimal text. */
+static bool add_float(cJSON *obj, const char *key, float v) {
+    char text[64];
+    format_float(text, sizeof text, v);
+    return cJSON_AddRawToObject(obj, key, text) != NULL;
+}
+
+strix_status strix_gpt_config_to_json(const strix_gpt_config *c, char **json) {
+    *json = NULL;
+    cJSON *o = cJSON_CreateObject();
+    bool ok = o != NULL;
+    ok = ok && cJSON_AddNumberToObject(o, "vocab_size", c->vocab_size);
+    ok = ok && cJSON_AddNumberToObject(o, "block_size", c->block_size);
+    ok = ok && cJSON_AddNumberToObject(o, "n_layer", c->n_layer);
+    ok = ok && cJSON_AddNumberToObject(o, "n_head", c->n_head);
+    ok = ok && cJSON_AddNumberToObject(o, "d_model", c->d_model);
+    cJSON *heads = ok ? cJSON_AddArrayToObject(o, "head_sizes") : NULL;
+    ok = heads != NULL;
+    if (ok && c->head_sizes[0] > 0)
+        for (int h = 0; ok && h < c->n_head && h < STRIX_GPT_MAX_HEADS; h++)
+            ok = cJSON_AddItemToArray(heads, cJSON_CreateNumber(c->head_sizes[h]));
+    ok = ok && cJSON_AddNumberToObject(o, "d_ff", c->d_ff);
+    const char *act = c->mlp_act == STRIX_MLP_RELU ? "relu" : "gelu";
+    ok = ok && cJSON_AddStringToObject(o, "mlp_act", act);
+    ok = ok && cJSON_AddBoolToObject(o, "rope", c->rope);
+    ok = ok && add_float(o, "rope_base", c->rope_base);
+    ok = ok && cJSON_AddBoolToObject(o, "tie_weights", c->tie_weights);
+    ok = ok && cJSON_AddBoolToObject(o, "bias", c->bias);
+    ok = ok && add_float(o, "ln_eps", c->ln_eps);
+    if (ok) *json = cJSON_PrintUnformatted(o);
+    cJSON_Delete(o);
+    return *json ? STRIX_OK : strix_error(STRIX_ERR_ALLOC, "config: out of memory");
+}
+
+static bool json_int(const cJSON *o, const char *key, int lo, int hi, int *out) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    if (!cJSON_IsNumber(v) || v->valuedouble != floor(v->valuedouble) || v->valuedouble < lo ||
+        v->valuedouble > hi)
+        return false;
+    *out = (int)v->valuedouble;
+    return true;
+}
+
+static bool json_bool(const cJSON *o, const char *key, bool *out) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    if (!cJSON_IsBool(v)) return false;
+    *out = cJSON_IsTrue(v);
+    return true;
+}
+
+static bool json_float(const cJSON *o, const char *key, float *out) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble)) return false;
+    *out = (float)v->valuedouble;
+    return true;
+}
+
+strix_status strix_gpt_config_from_json(const char *json, strix_gpt_config *c) {
+    memset(c, 0, sizeof *c);
+    cJSON *o = cJSON_Parse(json);
+    if (!cJSON_IsObject(o)) {
+        cJSON_Delete(o);
+        return strix_error(STRIX_ERR_FORMAT, "config is not a JSON object");
+    }
+    const char *bad = NULL;
+    const int big = 1 << 24;
+    if (!json_int(o, "vocab_size", 1, 256, &c->vocab_size)) bad = "vocab_size";
+    else if (!json_int(o, "block_size", 1, big, &c->block_size)) bad = "block_size";
+    else if (!json_int(o, "n_layer", 1, 4096, &c->n_layer)) bad = "n_layer";
+    else if (!json_int(o, "n_head", 1, STRIX_GPT_MAX_HEADS, &c->n_head)) bad = "n_head";
+    else if (!json_int(o, "d_model", 1, big, &c->d_model)) bad = "d_model";
+    else if (!json_int(o, "d_ff", 0, big, &c->d_ff)) bad = "d_ff";
+    else if (!json_bool(o, "rope", &c->rope)) bad = "rope";
+    else if (!json_float(o, "rope_base", &c->rope_base)) bad = "rope_base";
+    else if (!json_bool(o, "tie_weights", &c->tie_weights)) bad = "tie_weights";
+    else if (!json_bool(o, "bias", &c->bias)) bad = "bias";
+    else if (!json_float(o, "ln_eps", &c->ln_eps)) bad = "ln_eps";
+    const cJSON *act = cJSON_GetObjectItemCaseSensitive(o, "mlp_act");
+    if (!bad) {
+        const char *name = cJSON_IsString(act) ? act->valuestring : "";
+        if (strcmp(name, "gelu") == 0) c->mlp_act = STRIX_MLP_GELU;
+        else if (strcmp(name, "relu") == 0) c->mlp_act = STRIX_MLP_RELU;
+        else bad = "mlp_act";
+    }
+    const cJSON *heads = cJSON_GetObjectItemCaseSensitive(o, "head_sizes");
+    if (!bad) {
+        int n = cJSON_GetArraySize(heads);
+        if (!cJSON_IsArray(heads) || (n != 0 && n != c->n_head)) bad = "head_sizes";
+        for (int h = 0; !bad && h < n; h++) {
+            const cJSON *v = cJSON_GetArrayItem(heads, h);
+            if (!cJSON_IsNumber(v) || v->valuedouble != floor(v->valuedouble) ||
+                v->valuedouble < 1 || v->valuedouble > big)
+                bad = "head_sizes";
+            else
+                c->head_sizes[h] = (int)v->valuedouble;
+        }
+    }
+    cJSON_Delete(o);
+    if (bad)
+        return strix_error(STRIX_ERR_FORMAT, "config field '%s' is missing or out of range", bad);
+    return STRIX_OK;
+}
+
+// ---- metadata ----------------------------------------------------------------------------------
+
+#define META_MAX 40
+
+/* Metadata under construction: short values live in `text`, long ones are borrowed. */
+typedef struct meta_list {
+    strix_st_meta items[META_MAX];
+    char text[META_MAX][48];
+    int n;
+} meta_list;
+
+static void meta_put(meta_list *m, const char *key, const char *value) {
+    STRIX_ASSERT(m->n < META_MAX, "metadata list full");
+    m->items[m->n].key = key;
+    m->items[m->n].value = value;
+    m->n++;
+}
+
+static void meta_fmt(meta_list *m, const char *key, const char *fmt, ...) STRIX_PRINTF(3, 4);
+static void meta_fmt(meta_list *m, const char *key, const char *fmt, ...) {
+    STRIX_ASSERT(m->n < META_MAX, "metadata list full");
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(m->text[m->n], sizeof m->text[m->n], fmt, ap);
+    va_end(ap);
+    meta_put(m, key, m->text[m->n]);
+}
+
+/* The shortest "%.Ng" text that reads back as exactly x (at most 9 digits, always exact). */
+static void format_float(char *buf, size_t cap, float x) {
+    for (int digits = 1; digits <= 9; digits++) {
+        snprintf(buf, cap, "%.*g", digits, (double)x);
+        if (strtof(buf, NULL) == x || isnan(x)) return;
+    }
+}
+
+/* The same for a double (at most 17 digits). */
+static void format_double(char *buf, size_t cap, double x) {
+    for (int digits = 1; digits <= 17; digits++) {
+        snprintf(buf, cap, "%.*g", digits, x);
+        if (strtod(buf, NULL) == x || isnan(x)) return;
+    }
+}
+
+static void meta_double(meta_list *m, const char *key, double x) {
+    STRIX_ASSERT(m->n < META_MAX, "metadata list full");
+    format_double(m->text[m->n], sizeof m->text[m->n], x);
+    meta_put(m, key, m->text[m->n]);
+}
+
+static void meta_float(meta_list *m, const char *key, float x) {
+    STRIX_ASSERT(m->n < META_MAX, "metadata list full");
+    format_float(m->text[m->n], sizeof m->text[m->n], x);
+    meta_put(m, key, m->text[m->n]);
+}
+
+static void vocab_to_hex(const strix_vocab *v, char *hex) {
+    static const char digits[] = "0123456789abcdef";
+    for (int i = 0; i < v->size; i++) {
+        hex[2 * i] = digits[v->bytes[i] >> 4];
+        hex[2 * i + 1] = digits[v->bytes[i] & 15];
+    }
+    hex[2 * v->size] = '\0';
+}
+
+static int hex_digit(char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    return -1;
+}
+
+// ---- save --------------------------------------------------------------------------------------
+
+strix_status strix_checkpoint_save(const char *path, strix_gpt *g,
+                                   const strix_checkpoint_info *info) {
+    const strix_gpt_config *cfg = strix_gpt_config_of(g);
+    char *model_json = NULL, *info_json = NULL;
+    STRIX_TRY(strix_gpt_config_to_json(cfg, &model_json));
+    strix_status s = strix_gpt_config_to_json(&info->model, &info_json);
+    if (s == STRIX_OK && strcmp(model_json, info_json) != 0)
+        s = strix_error(STRIX_ERR_ARG, "checkpoint: the info's config differs from the model's");
+    if (s == STRIX_OK && info->vocab.size != cfg->vocab_size)
+        s = strix_error(STRIX_ERR_ARG, "checkpoint: vocabulary of %d bytes for a model of %d",
+                        info->vocab.size, cfg->vocab_size);
+    free(info_json);
+    if (s != STRIX_OK) { free(model_json); return s; }
+
+    strix_params *ps = strix_gpt_params(g);
+    size_t total = ps->total;
+    float *host = malloc((3 * total + 1) * sizeof(float));
+    int cap = 3 * ps->count;
+    strix_st_tensor *tensors = calloc((size_t)(cap ? cap : 1), sizeof *tensors);
+    char (*names)[STRIX_PARAM_NAME_MAX + 16] = calloc((size_t)(cap ? cap : 1), sizeof *names);
+    if (!host || !tensors || !names) s = strix_error(STRIX_ERR_ALLOC, "checkpoint: out of memory");
+    float *roles[3] = {ps->data, ps->m, ps->v};
+    for (int r = 0; r < 3 && s == STRIX_OK; r++)
+        s = strix_copy(ps->be, host + r * total, roles[r], total * sizeof(float), STRIX_COPY_D2H);
+
+    int n = 0;
+    static const char *prefix[3] = {"", "optim.m.", "optim.v."};
+    for (int r = 0; r < 3 && s == STRIX_OK; r++) {
+        for (int i = 0; i < ps->count; i++) {
+            const strix_param *p = ps->items[i];
+            if (p->tied_to) continue;
+            snprintf(names[n], sizeof names[n], "%s%s", prefix[r], p->name);
+            tensors[n].name = names[n];
+            tensors[n].ndim = p->ndim;
+            for (int d = 0; d < STRIX_MAX_DIMS; d++) tensors[n].shape[d] = p->shape[d];
+            tensors[n].data = host + r * total + p->offset;
+            n++;
+        }
+    }
+
+    if (s == STRIX_OK) {
+        const strix_train_config *t = &info->train;
+        const strix_train_state *st = &info->state;
+        char vocab_hex[513];
+        vocab_to_hex(&info->vocab, vocab_hex);
+        meta_list m = {.n = 0};
+        meta_put(&m, "format", FORMAT_NAME);
+        meta_put(&m, "format_version", FORMAT_VERSION);
+        meta_put(&m, "config", model_json);
+        meta_put(&m, "vocab", vocab_hex);
+        meta_fmt(&m, "step", "%" PRId64, st->step);
+        meta_fmt(&m, "total_steps", "%" PRId64, t->steps);
+        meta_double(&m, "time_limit", t->time_limit);
+        meta_float(&m, "lr", t->lr);
+        meta_float(&m, "min_lr", t->min_lr);
+        meta_fmt(&m, "warmup", "%" PRId64, t->warmup);
+        meta_float(&m, "weight_decay", t->weight_decay);
+        meta_float(&m, "clip", t->clip);
+        meta_float(&m, "adam_beta1", t->adam_beta1);
+        meta_float(&m, "adam_beta2", t->adam_beta2);
+        meta_float(&m, "adam_eps", t->adam_eps);
+        meta_fmt(&m, "batch", "%d", t->batch);
+        meta_fmt(&m, "seed", "%" PRIu64, t->seed);
+        meta_fmt(&m, "eval_every", "%" PRId64, t->eval_every);
+        meta_fmt(&m, "eval_batches", "%d", t->eval_batches);
+        meta_double(&m, "val_fraction", t->val_fraction);
+        meta_put(&m, "data_path", t->data_path);
+        meta_fmt(&m, "data_size", "%" PRIu64, st->data_size);
+        meta_fmt(&m, "data_hash", "%016" PRIx64, st->data_hash);
+        meta_put(&m, "sampling", t->sequential ? "sequential" : "random");
+        meta_fmt(&m, "stride", "%" PRId64, t->stride);
+        meta_fmt(&m, "data_rng", "%" PRIu64, st->data_rng);
+        meta_fmt(&m, "seq_pos", "%" PRIu64, st->cursor.pos);
+        meta_fmt(&m, "seq_epoch", "%" PRIu64, st->cursor.epoch);
+        meta_double(&m, "val_loss", st->val_loss);
+        meta_put(&m, "optimizer", "adamw (moments in optim.m.<name>, optim.v.<name>)");
+        s = strix_safetensors_write(path, tensors, n, m.items, m.n);
+    }
+    free(model_json);
+    free(host);
+    free(tensors);
+    free(names);
+    return s;
+}
+
+// ---- open --------------------------------------------------------------------------------------
+
+/* Reads metadata values of one checkpoint, remembering the first problem. */
+typedef struct meta_reader {
+    const strix_safetensors *st;
+    const char *path;
+    strix_status s;
+} meta_reader;
+
+static const char *meta_get(meta_reader *r, const char *key) {
+    if (r->s != STRIX_OK) return NULL;
+    const char *v = strix_safetensors_meta(r->st, key);
+    if (!v)
+        r->s = strix_error(STRIX_ERR_FORMAT, "checkpoint '%s' has no metadata '%s'", r->path, key);
+    return v;
+}
+
+static void meta_bad(meta_reader *r, const char *key, const char *v) {
+    r->s = strix_error(STRIX_ERR_FORMAT, "checkpoint '%s': metadata '%s' = '%.40s' is invalid",
+                       r->path, key, v);
+}
+
+static int64_t meta_i64(meta_reader *r, const char *key, int64_t lo, int64_t hi) {
+    const char *v = meta_get(r, key);
+    if (!v) return 0;
+    char *end;
+    errno = 0;
+    long long x = strtoll(v, &end, 10);
+    if (!v[0] || *end || errno || x < lo || x > hi) { meta_bad(r, key, v); return 0; }
+    return x;
+}
+
+static uint64_t meta_u64(meta_reader *r, const char *key, int base) {
+    const char *v = meta_get(r, key);
+    if (!v) return 0;
+    char *end;
+    errno = 0;
+    unsigned long long x = strtoull(v, &end, base);
+    if (!v[0] || v[0] == '-' || *end || errno) { meta_bad(r, key, v); return 0; }
+    return x;
+}
+
+static double meta_f64(meta_reader *r, const char *key, double lo, double hi, bool nan_ok) {
+    const char *v = meta_get(r, key);
+    if (!v) return 0;
+    char *end;
+    double x = strtod(v, &end);
+    if (!v[0] || *end || (isnan(x) ? !nan_ok : (x < lo || x > hi))) {
+        meta_bad(r, key, v);
+        return 0;
+    }
+    return x;
+}
+
+static float meta_f32(meta_reader *r, const char *key, double lo, double hi) {
+    const char *v = meta_get(r, key);
+    if (!v) return 0;
+    char *end;
+    float x = strtof(v, &end);
+    if (!v[0] || *end || !(x >= lo && x <= hi)) { meta_bad(r, key, v); return 0; }
+    return x;
+}
+
+static strix_status parse_info(meta_reader *r, strix_checkpoint_info *info) {
+    const char *format = strix_safetensors_meta(r->st, "format");
+    if (!format || strcmp(format, FORMAT_NAME) != 0)
+        return strix_error(STRIX_ERR_FORMAT, "'%s' is not a strix checkpoint (format '%.40s')",
+                           r->path, format ? format : "none");
+    const char *version = meta_get(r, "format_version");
+    if (r->s != STRIX_OK) return r->s;
+    if (strcmp(version, FORMAT_VERSION) != 0)
+        return strix_error(STRIX_ERR_FORMAT,
+                           "checkpoint '%s' has format version '%.20s'; this strix reads "
+                           FORMAT_VERSION, r->path, version);
+    const char *config = meta_get(r, "config");
+    if (r->s != STRIX_OK) return r->s;
+    if (strix_gpt_config_from_json(config, &info->model) != STRIX_OK) {
+        char msg[512];
+        snprintf(msg, sizeof msg, "%s", strix_last_error());
+        return strix_error(STRIX_ERR_FORMAT, "checkpoint '%s': %s", r->path, msg);
+    }
+    if (strix_gpt_config_check(&info->model) != STRIX_OK) {
+        char msg[512];
+        snprintf(msg, sizeof msg, "%s", strix_last_error());
+        return strix_error(STRIX_ERR_FORMAT, "checkpoint '%s' holds an invalid config: %s",
+                           r->path, msg);
+    }
+    const char *hex = meta_get(r, "vocab");
+    if (r->s != STRIX_OK) return r->s;
+    size_t len = strlen(hex);
+    unsigned char bytes[256];
+    bool ok = len % 2 == 0 && len >= 2 && len <= 512;
+    for (size_t i = 0; ok && i < len / 2; i++) {
+        int hi = hex_digit(hex[2 * i]), lo = hex_digit(hex[2 * i + 1]);
+        ok = hi >= 0 && lo >= 0;
+        bytes[i] = (unsigned char)(hi * 16 + lo);
+    }
+    if (!ok || strix_vocab_from_bytes(bytes, (int)(len / 2), &info->vocab) != STRIX_OK)
+        return strix_error(STRIX_ERR_FORMAT, "checkpoint '%s': metadata 'vocab' is invalid",
+                           r->path);
+    if (info->vocab.size != info->model.vocab_size)
+        return strix_error(STRIX_ERR_FORMAT,
+                           "checkpoint '%s': vocabulary of %d bytes but config vocab_size %d",
+                           r->path, info->vocab.size, info->model.vocab_size);
+
+    strix_train_config *t = &info->train;
+    strix_train_state *st = &info->state;
+    const int64_t big = INT64_C(1) << 53;
+    t->steps = meta_i64(r, "total_steps", 1, big);
+    st->step = meta_i64(r, "step", 0, big);
+    t->time_limit = meta_f64(r, "time_limit", 0.0, 1e12, false);
+    t->lr = meta_f32(r, "lr", 0.0, 1e6);
+    t->min_lr = meta_f32(r, "min_lr", 0.0, 1e6);
+    t->warmup = meta_i64(r, "warmup", 0, big);
+    t->weight_decay = meta_f32(r, "weight_decay", 0.0, 1e6);
+    t->clip = meta_f32(r, "clip", 0.0, 1e30);
+    t->adam_beta1 = meta_f32(r, "adam_beta1", 0.0, 1.0);
+    t->adam_beta2 = meta_f32(r, "adam_beta2", 0.0, 1.0);
+    t->adam_eps = meta_f32(r, "adam_eps", 0.0, 1.0);
+    t->batch = (int)meta_i64(r, "batch", 1, 1 << 24);
+    t->seed = meta_u64(r, "seed", 10);
+    t->eval_every = meta_i64(r, "eval_every", 1, big);
+    t->eval_batches = (int)meta_i64(r, "eval_batches", 1, 1 << 24);
+    t->val_fraction = meta_f64(r, "val_fraction", 0.0, 1.0, false);
+    const char *data_path = meta_get(r, "data_path");
+    if (data_path && strlen(data_path) >= sizeof t->data_path) meta_bad(r, "data_path", data_path);
+    else if (data_path) strcpy(t->data_path, data_path);
+    st->data_size = meta_u64(r, "data_size", 10);
+    st->data_hash = meta_u64(r, "data_hash", 16);
+    const char *sampling = meta_get(r, "sampling");
+    if (sampling && strcmp(sampling, "sequential") == 0) t->sequential = true;
+    else if (sampling && strcmp(sampling, "random") != 0) meta_bad(r, "sampling", sampling);
+    t->stride = meta_i64(r, "stride", 0, big);
+    st->data_rng = meta_u64(r, "data_rng", 10);
+    st->cursor.pos = meta_u64(r, "seq_pos", 10);
+    st->cursor.epoch = meta_u64(r, "seq_epoch", 10);
+    st->cursor.stride = (uint64_t)t->stride;
+    st->val_loss = meta_f64(r, "val_loss", 0.0, 1e30, true);
+    if (r->s == STRIX_OK && st->step > t->steps)
+        r->s = strix_error(STRIX_ERR_FORMAT, "checkpoint '%s': step %" PRId64 " is past its "
+                           "total of %" PRId64, r->path, st->step, t->steps);
+    return r->s;
+}
+
+strix_status strix_checkpoint_open(const char *path, strix_checkpoint **out) {
+    *out = NULL;
+    if (strlen(path) >= STRIX_PATH_MAX)
+        return strix_error(STRIX_ERR_ARG, "path too long: %s", path);
+    strix_checkpoint *ck = calloc(1, sizeof *ck);
+    if (!ck) return strix_error(STRIX_ERR_ALLOC, "checkpoint: out of memory");
+    strcpy(ck->path, path);
+    strix_status s = strix_safetensors_read(path, &ck->st);
+    if (s == STRIX_OK) {
+        meta_reader r = {.st = ck->st, .path = path, .s = STRIX_OK};
+        s = parse_info(&r, &ck->info);
+    }
+    if (s != STRIX_OK) {
+        strix_checkpoint_close(ck);
+        return s;
+    }
+    *out = ck;
+    return STRIX_OK;
+}
+
+const strix_checkpoint_info *strix_checkpoint_info_of(const strix_checkpoint *ck) {
+    return &ck->info;
+}
+
+// ---- restore -----------------------------------------------------------------------------------
+
+/* The tensor `prefix``name` of the file, checked against p's shape; NULL with an error set. */
+static const strix_st_tensor *expect_tensor(const strix_checkpoint *ck, const char *prefix,
+                                            const strix_param *p, strix_status *s) {
+    char name[STRIX_PARAM_NAME_MAX + 16];
+    snprintf(name, sizeof name, "%s%s", prefix, p->name);
+    const strix_st_tensor *t = strix_safetensors_find(ck->st, name);
+    if (!t) {
+        *s = strix_error(STRIX_ERR_FORMAT, "checkpoint '%s' has no tensor '%s'", ck->path, name);
+        return NULL;
+    }
+    bool same = t->ndim == p->ndim;
+    for (int d = 0; same && d < p->ndim; d++) same = t->shape[d] == p->shape[d];
+    if (!same) {
+        *s = strix_error(STRIX_ERR_FORMAT,
+                         "checkpoint '%s': tensor '%s' has shape [%" PRId64 ",%" PRId64 ",...] "
+                         "(%d dims) but the model expects [%" PRId64 ",%" PRId64 ",...] (%d dims)",
+                         ck->path, name, t->shape[0], t->ndim > 1 ? t->shape[1] : 1, t->ndim,
+                         p->shape[0], p->ndim > 1 ? p->shape[1] : 1, p->ndim);
+        return NULL;
+    }
+    return t;
+}
+
+strix_status strix_checkpoint_restore(const strix_checkpoint *ck, strix_gpt *g, bool optimizer) {
+    char *a = NULL, *b = NULL;
+    STRIX_TRY(strix_gpt_config_to_json(strix_gpt_config_of(g), &a));
+    strix_status s = strix_gpt_config_to_json(&ck->info.model, &b);
+    if (s == STRIX_OK && strcmp(a, b) != 0)
+        s = strix_error(STRIX_ERR_ARG, "checkpoint '%s' was written for another model config",
+                        ck->path);
+    free(a);
+    free(b);
+    if (s != STRIX_OK) return s;
+
+    strix_params *ps = strix_gpt_params(g);
+    static const char *prefix[3] = {"", "optim.m.", "optim.v."};
+    int stored = 0;
+    for (int r = 0; r < 3 && s == STRIX_OK; r++)
+        for (int i = 0; i < ps->count && s == STRIX_OK; i++) {
+            if (ps->items[i]->tied_to) continue;
+            expect_tensor(ck, prefix[r], ps->items[i], &s);
+            stored++;
+        }
+    if (s == STRIX_OK && strix_safetensors_count(ck->st) != stored)
+        s = strix_error(STRIX_ERR_FORMAT,
+                        "checkpoint '%s' holds %d tensors; the model has %d (parameters and "
+                        "optimizer moments)", ck->path, strix_safetensors_count(ck->st), stored);
+    if (s != STRIX_OK) return s;
+
+    float *roles[3] = {ps->data, ps->m, ps->v};
+    for (int r = 0; r < (optimizer ? 3 : 1); r++)
+        for (int i = 0; i < ps->count; i++) {
+            const strix_param *p = ps->items[i];
+            if (p->tied_to) continue;
+            const strix_st_tensor *t = expect_tensor(ck, prefix[r], p, &s);
+            STRIX_TRY(s);
+            STRIX_TRY(strix_copy(ps->be, roles[r] + p->offset, t->data, p->numel * sizeof(float),
+                                 STRIX_COPY_H2D));
+        }
+    return STRIX_OK;
+}
+
+void strix_checkpoint_close(strix_checkpoint *ck) {
+    if (!ck) return;
+    strix_safetensors_free(ck->st);
+    free(ck);
+}

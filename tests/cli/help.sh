@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# help.sh - `strix --help`, `strix train --help`, `strix sample --help` list every flag with its
+# default and exit 0; `strix --version` prints the version; no subcommand is a usage error.
+source "$(dirname "$0")/lib.bash"
+
+"$STRIX" --help >top.txt 2>&1 && grep -q "strix train" top.txt && grep -q "strix sample" top.txt \
+    && ok "strix --help" || fail "strix --help"
+"$STRIX" --version | grep -qE '^strix [0-9]+\.[0-9]+\.[0-9]+$' && ok "--version" || fail "--version"
+"$STRIX" >/dev/null 2>&1
+[ $? -eq 2 ] && ok "no subcommand: exit 2" || fail "no subcommand"
+for cmd in train sample; do
+    "$STRIX" $cmd --help >$cmd.txt 2>&1 || fail "$cmd --help exit status"
+    # every flag line ("  --name ...") except --help states its default
+    missing=$(grep -E '^  --' $cmd.txt | grep -v -- '--help' | grep -v -- '--stop-after' \
+        | grep -vi 'default' || true)
+    [ -z "$missing" ] && ok "$cmd --help: every flag has its default" \
+        || fail "$cmd --help: flags without a default: $missing"
+done
+for flag in data out steps time d-model layers heads head-sizes block batch lr min-lr warmup \
+    weight-decay clip seed eval-every eval-batches val-fraction threads backend rope relu tie \
+    sequential resume stop-after; do
+    grep -q -- "--$flag" train.txt || fail "train --help lacks --$flag"
+done
+for flag in model prompt tokens temperature top-k top-p seed; do
+    grep -q -- "--$flag" sample.txt || fail "sample --help lacks --$flag"
+done
+grep -q "2000" train.txt && ok "train --help names the default step count" || fail "no 2000"
+finish

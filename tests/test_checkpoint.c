@@ -1,0 +1,542 @@
+/*
+ * test_checkpoint.c - safetensors reading and writing (strix/checkpoint.h): bit-exact round trip,
+ * the hand-built reference file of tools/ref/safetensors_ref.py, every kind of corrupt file
+ * (STRIX_ERR_FORMAT, no crash), atomic saving, and the GPT checkpoint round trip.
+ *
+ * Does not test resuming a training run (tests/cli/determinism.sh does).
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "strix/backend.h"
+#include "strix/checkpoint.h"
+
+static char tmp_dir[64];
+
+static const char *in_tmp(const char *name) {
+    static char path[4][256];
+    static int next;
+    char *p = path[next++ % 4];
+    snprintf(p, 256, "%s/%s", tmp_dir, name);
+    return p;
+}
+
+static int setup(void **state) {
+    strcpy(tmp_dir, "/tmp/strix_test_ckpt_XXXXXX");
+    return mkdtemp(tmp_dir) ? 0 : -1;
+}
+
+static int teardown(void **state) {
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp_dir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+static unsigned char *read_all(const char *path, size_t *n) {
+    *n = 0;
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long size = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    unsigned char *buf = malloc((size_t)size + 1);
+    *n = fread(buf, 1, (size_t)size, f);
+    fclose(f);
+    return buf;
+}
+
+static void write_all(const char *path, const void *bytes, size_t n) {
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(bytes, 1, n, f), n);
+    fclose(f);
+}
+
+// ---- round trip and reference ------------------------------------------------------------------
+
+static void test_round_trip_bit_identical(void **state) {
+    float a[6], b[5], scalar = -0.0f;
+    for (int i = 0; i < 6; i++) a[i] = (float)i * 0.1f - 0.25f;
+    uint32_t specials[5] = {0x7fc00001u, 0x7f800000u, 0xff800000u, 0x00000001u, 0x80000000u};
+    memcpy(b, specials, sizeof b); /* NaN payload, ±inf, a denormal, -0 survive bit for bit */
+    strix_st_tensor t[4] = {
+        {.name = "layer.weight", .ndim = 2, .shape = {2, 3}, .data = a},
+        {.name = "special", .ndim = 1, .shape = {5}, .data = b},
+        {.name = "scalar", .ndim = 0, .data = &scalar},
+        {.name = "nothing", .ndim = 2, .shape = {0, 4}, .data = NULL},
+    };
+    strix_st_meta meta[2] = {{"format", "strix-test"},
+                             {"tricky", "quote \" backslash \\ newline \n tab \t é"}};
+    const char *path = in_tmp("rt.safetensors");
+    assert_int_equal(strix_safetensors_write(path, t, 4, meta, 2), STRIX_OK);
+
+    size_t n;
+    unsigned char *bytes = read_all(path, &n);
+    assert_non_null(bytes);
+    uint64_t header_len = 0;
+    for (int i = 0; i < 8; i++) header_len |= (uint64_t)bytes[i] << (8 * i);
+    assert_int_equal((8 + header_len) % 8, 0); /* data section 8-byte aligned */
+    assert_int_equal(n, 8 + header_len + (6 + 5 + 1) * 4);
+    free(bytes);
+
+    strix_safetensors *st;
+    assert_int_equal(strix_safetensors_read(path, &st), STRIX_OK);
+    assert_int_equal(strix_safetensors_count(st), 4);
+    const strix_st_tensor *r = strix_safetensors_find(st, "layer.weight");
+    assert_non_null(r);
+    assert_int_equal(r->ndim, 2);
+    assert_int_equal(r->shape[0], 2);
+    assert_int_equal(r->shape[1], 3);
+    assert_memory_equal(r->data, a, sizeof a);
+    r = strix_safetensors_find(st, "special");
+    assert_memory_equal(r->data, b, sizeof b);
+    r = strix_safetensors_find(st, "scalar");
+    assert_int_equal(r->ndim, 0);
+    assert_memory_equal(r->data, &scalar, 4);
+    r = strix_safetensors_find(st, "nothing");
+    assert_int_equal(r->shape[0], 0);
+    assert_null(strix_safetensors_find(st, "absent"));
+    assert_string_equal(strix_safetensors_meta(st, "format"), "strix-test");
+    assert_string_equal(strix_safetensors_meta(st, "tricky"), meta[1].value);
+    assert_null(strix_safetensors_meta(st, "absent"));
+    strix_safetensors_free(st);
+    strix_safetensors_free(NULL);
+}
+
+static void test_write_rejects_bad_tensors(void **state) {
+    float x = 1.0f;
+    strix_st_tensor dup[2] = {{.name = "x", .ndim = 1, .shape = {1}, .data = &x},
+                              {.name = "x", .ndim = 1, .shape = {1}, .data = &x}};
+    assert_int_equal(strix_safetensors_write(in_tmp("dup.st"), dup, 2, NULL, 0), STRIX_ERR_ARG);
+    strix_st_tensor rank[1] = {{.name = "r", .ndim = 5, .data = &x}};
+    assert_int_equal(strix_safetensors_write(in_tmp("rank.st"), rank, 1, NULL, 0), STRIX_ERR_ARG);
+    struct stat sb;
+    assert_int_not_equal(stat(in_tmp("dup.st"), &sb), 0); /* nothing written */
+}
+
+/* The values written by tools/ref/safetensors_ref.py. */
+static void test_reads_reference_file(void **state) {
+    strix_safetensors *st;
+    assert_int_equal(strix_safetensors_read("tests/golden/io/ref-f32.st", &st), STRIX_OK);
+    assert_int_equal(strix_safetensors_count(st), 5);
+    /* in data-offset order: a.weight, b.bias, e.cube, c.scalar, d.empty */
+    assert_string_equal(strix_safetensors_at(st, 0)->name, "a.weight");
+    assert_string_equal(strix_safetensors_at(st, 2)->name, "e.cube");
+    const float a[6] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 2.5f};
+    const float b[4] = {1.0f, -2.5f, 3.25f, 0.001f};
+    const float e[4] = {-1.0f, 1e-7f, 65504.0f, -0.0f};
+    const strix_st_tensor *t = strix_safetensors_find(st, "a.weight");
+    assert_int_equal(t->ndim, 2);
+    assert_memory_equal(t->data, a, sizeof a);
+    t = strix_safetensors_find(st, "b.bias");
+    assert_memory_equal(t->data, b, sizeof b);
+    t = strix_safetensors_find(st, "e.cube");
+    assert_int_equal(t->ndim, 3);
+    assert_int_equal(t->shape[1], 1);
+    assert_memory_equal(t->data, e, sizeof e);
+    t = strix_safetensors_find(st, "c.scalar");
+    assert_int_equal(t->ndim, 0);
+    assert_true(t->data[0] == 42.0f);
+    t = strix_safetensors_find(st, "d.empty");
+    assert_int_equal(t->shape[0], 0);
+    assert_int_equal(t->shape[1], 3);
+    assert_string_equal(strix_safetensors_meta(st, "format"), "pt");
+    strix_safetensors_free(st);
+}
+
+// ---- corrupt files -----------------------------------------------------------------------------
+
+/* A file with header `json` (not padded) and `data_len` data bytes of 0x3f. */
+static unsigned char *craft(const char *json, size_t data_len, size_t *n) {
+    size_t hl = strlen(json);
+    *n = 8 + hl + data_len;
+    unsigned char *buf = malloc(*n);
+    for (int i = 0; i < 8; i++) buf[i] = (unsigned char)((uint64_t)hl >> (8 * i));
+    memcpy(buf + 8, json, hl);
+    memset(buf + 8 + hl, 0x3f, data_len);
+    return buf;
+}
+
+static void expect_format_error(const char *json, size_t data_len, const char *phrase) {
+    size_t n;
+    unsigned char *buf = craft(json, data_len, &n);
+    strix_safetensors *st = (strix_safetensors *)buf; /* must be reset to NULL on failure */
+    strix_status s = strix_safetensors_parse(buf, n, &st);
+    if (s != STRIX_ERR_FORMAT || !strstr(strix_last_error(), phrase))
+        fail_msg("header %s: got %s '%s', expected STRIX_ERR_FORMAT with '%s'", json,
+                 strix_status_str(s), strix_last_error(), phrase);
+    assert_null(st);
+    free(buf);
+}
+
+static void test_crafted_headers(void **state) {
+    size_t n;
+    unsigned char *ok = craft("{\"x\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}", 8,
+                              &n);
+    strix_safetensors *st;
+    assert_int_equal(strix_safetensors_parse(ok, n, &st), STRIX_OK);
+    strix_safetensors_free(st);
+    free(ok);
+
+    expect_format_error("{\"x\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}", 8,
+                        "malformed JSON");
+    expect_format_error("{\"x\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},}", 8,
+                        "malformed JSON");
+    expect_format_error("[1,2]", 0, "does not start with '{'");
+    expect_format_error("{\"x\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[0,16]}}", 8,
+                        "past the end");
+    expect_format_error("{\"x\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},"
+                        "\"y\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[4,12]}}", 12,
+                        "overlap");
+    expect_format_error("{\"x\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},"
+                        "\"y\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[12,20]}}", 20,
+                        "hole");
+    expect_format_error("{\"x\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[4,12]}}", 12,
+                        "hole");
+    expect_format_error("{\"x\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}", 12,
+                        "cover 8");
+    expect_format_error("{\"x\":{\"dtype\":\"F32\",\"shape\":[2,2],\"data_offsets\":[0,12]}}", 12,
+                        "numel x 4");
+    expect_format_error("{\"x\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[8,0]}}", 8,
+                        "end before begin");
+    expect_format_error("{\"x\":{\"dtype\":\"F16\",\"shape\":[2],\"data_offsets\":[0,4]}}", 4,
+                        "dtype 'F16'");
+    expect_format_error("{\"x\":{\"dtype\":\"Q7\",\"shape\":[2],\"data_offsets\":[0,8]}}", 8,
+                        "dtype 'Q7'");
+    expect_format_error("{\"x\":{\"dtype\":7,\"shape\":[2],\"data_offsets\":[0,8]}}", 8,
+                        "string dtype");
+    expect_format_error("{\"x\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},"
+                        "\"x\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,8]}}", 8,
+                        "duplicate name 'x'");
+    expect_format_error("{\"x\":{\"dtype\":\"F32\",\"shape\":[1,1,1,1,2],"
+                        "\"data_offsets\":[0,8]}}", 8, "5 dims");
+    expect_format_error("{\"x\":{\"dtype\":\"F32\",\"shape\":[-2],\"data_offsets\":[0,8]}}", 8,
+                        "shape entry");
+    expect_format_error("{\"x\":{\"dtype\":\"F32\",\"shape\":[2.5],\"data_offsets\":[0,8]}}", 8,
+                        "shape entry");
+    expect_format_error("{\"x\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0]}}", 8,
+                        "data_offsets [begin, end]");
+    expect_format_error("{\"x\":{\"dtype\":\"F32\",\"shape\":[2],"
+                        "\"data_offsets\":[0,1e300]}}", 8, "data_offsets [begin, end]");
+    expect_format_error("{\"x\":[1,2]}", 0, "not an object");
+    expect_format_error("{\"__metadata__\":{\"k\":1}}", 0, "not a string");
+    expect_format_error("{\"__metadata__\":{\"k\":\"a\",\"k\":\"b\"}}", 0, "duplicate metadata");
+    expect_format_error("{\"x\":{\"dtype\":\"F32\",\"shape\":[4294967296,4294967296,"
+                        "4294967296],\"data_offsets\":[0,8]}}", 8, "shape");
+    expect_format_error("{}x", 0, "after the JSON header");
+}
+
+static void test_header_length_lies(void **state) {
+    size_t n;
+    unsigned char *buf = craft("{\"x\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}",
+                               8, &n);
+    strix_safetensors *st;
+    uint64_t lies[] = {n - 7, n, UINT64_MAX, (uint64_t)1 << 63, 0, 1, 5};
+    for (size_t i = 0; i < sizeof lies / sizeof *lies; i++) {
+        for (int b = 0; b < 8; b++) buf[b] = (unsigned char)(lies[i] >> (8 * b));
+        assert_int_equal(strix_safetensors_parse(buf, n, &st), STRIX_ERR_FORMAT);
+        assert_null(st);
+    }
+    free(buf);
+}
+
+static void test_every_truncation_fails_cleanly(void **state) {
+    size_t n;
+    unsigned char *bytes = read_all("tests/golden/io/ref-f32.st", &n);
+    assert_non_null(bytes);
+    strix_safetensors *st;
+    for (size_t len = 0; len < n; len++) {
+        strix_status s = strix_safetensors_parse(bytes, len, &st);
+        if (s != STRIX_ERR_FORMAT) fail_msg("prefix of %zu/%zu bytes gave %s", len, n,
+                                            strix_status_str(s));
+    }
+    assert_int_equal(strix_safetensors_parse(bytes, 7, &st), STRIX_ERR_FORMAT);
+    assert_non_null(strstr(strix_last_error(), "shorter than the 8-byte"));
+    /* on disk too, with the path in the message */
+    write_all(in_tmp("trunc.st"), bytes, n - 3);
+    assert_int_equal(strix_safetensors_read(in_tmp("trunc.st"), &st), STRIX_ERR_FORMAT);
+    assert_non_null(strstr(strix_last_error(), "trunc.st"));
+    assert_int_equal(strix_safetensors_read(in_tmp("missing.st"), &st), STRIX_ERR_IO);
+    free(bytes);
+}
+
+/* Random byte flips in the header and data: any status is fine, a crash is not (run under ASan). */
+static void test_random_corruption_never_crashes(void **state) {
+    size_t n;
+    unsigned char *orig = read_all("tests/golden/io/ref-f32.st", &n);
+    unsigned char *buf = malloc(n);
+    strix_rng rng;
+    strix_rng_seed(&rng, 99);
+    int ok = 0;
+    for (int trial = 0; trial < 3000; trial++) {
+        memcpy(buf, orig, n);
+        int flips = 1 + (int)strix_rng_below(&rng, 4);
+        for (int f = 0; f < flips; f++) {
+            size_t at = (size_t)strix_rng_below(&rng, n);
+            buf[at] = (unsigned char)strix_rng_next(&rng);
+        }
+        strix_safetensors *st;
+        strix_status s = strix_safetensors_parse(buf, n, &st);
+        assert_true(s == STRIX_OK || s == STRIX_ERR_FORMAT);
+        if (s == STRIX_OK) {
+            ok++;
+            for (int i = 0; i < strix_safetensors_count(st); i++) {
+                const strix_st_tensor *t = strix_safetensors_at(st, i);
+                int64_t numel = 1;
+                for (int d = 0; d < t->ndim; d++) numel *= t->shape[d];
+                volatile float sink = 0;
+                for (int64_t j = 0; j < numel; j++) sink += t->data[j];
+                (void)sink;
+            }
+            strix_safetensors_free(st);
+        }
+    }
+    assert_true(ok > 0); /* flips in the data section keep the file valid */
+    free(buf);
+    free(orig);
+}
+
+// ---- atomic saving -----------------------------------------------------------------------------
+
+static void test_failed_save_leaves_old_file(void **state) {
+    float x[2] = {1.0f, 2.0f}, y[2] = {3.0f, 4.0f};
+    strix_st_tensor old_t = {.name = "x", .ndim = 1, .shape = {2}, .data = x};
+    strix_st_tensor new_t = {.name = "x", .ndim = 1, .shape = {2}, .data = y};
+    const char *path = in_tmp("keep.safetensors");
+    assert_int_equal(strix_safetensors_write(path, &old_t, 1, NULL, 0), STRIX_OK);
+    size_t n0;
+    unsigned char *before = read_all(path, &n0);
+
+    /* 1. the temp file cannot be created: a directory already carries its name */
+    char tmp[512];
+    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+    assert_int_equal(mkdir(tmp, 0755), 0);
+    assert_int_equal(strix_safetensors_write(path, &new_t, 1, NULL, 0), STRIX_ERR_IO);
+    assert_non_null(strstr(strix_last_error(), "cannot create"));
+    assert_int_equal(rmdir(tmp), 0);
+    size_t n1;
+    unsigned char *after = read_all(path, &n1);
+    assert_int_equal(n0, n1);
+    assert_memory_equal(before, after, n0);
+    free(after);
+
+    /* 2. the rename fails (the target is a non-empty directory): the temp is removed */
+    const char *dir_target = in_tmp("is_a_dir");
+    assert_int_equal(mkdir(dir_target, 0755), 0);
+    write_all(in_tmp("is_a_dir/inside"), "x", 1);
+    assert_int_equal(strix_safetensors_write(dir_target, &new_t, 1, NULL, 0), STRIX_ERR_IO);
+    assert_non_null(strstr(strix_last_error(), "left as it was"));
+    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", dir_target, (long)getpid());
+    struct stat sb;
+    assert_int_not_equal(stat(tmp, &sb), 0);
+
+    /* 3. the directory does not exist */
+    assert_int_equal(strix_safetensors_write(in_tmp("no/such/dir/x.st"), &new_t, 1, NULL, 0),
+                     STRIX_ERR_IO);
+
+    /* a successful save replaces the file completely */
+    assert_int_equal(strix_safetensors_write(path, &new_t, 1, NULL, 0), STRIX_OK);
+    strix_safetensors *st;
+    assert_int_equal(strix_safetensors_read(path, &st), STRIX_OK);
+    assert_memory_equal(strix_safetensors_find(st, "x")->data, y, sizeof y);
+    strix_safetensors_free(st);
+    free(before);
+}
+
+// ---- GPT checkpoint ----------------------------------------------------------------------------
+
+static strix_gpt_config tiny_config(void) {
+    strix_gpt_config c = strix_gpt_config_default();
+    c.vocab_size = 5;
+    c.block_size = 8;
+    c.n_layer = 1;
+    c.n_head = 2;
+    c.d_model = 8;
+    return c;
+}
+
+static strix_checkpoint_info tiny_info(const strix_gpt_config *c) {
+    strix_checkpoint_info info;
+    memset(&info, 0, sizeof info);
+    info.model = *c;
+    assert_int_equal(strix_vocab_from_bytes((const unsigned char *)"\nabc\xff", 5, &info.vocab),
+                     STRIX_OK);
+    info.train.steps = 100;
+    info.train.lr = 3e-4f;
+    info.train.min_lr = 3e-5f;
+    info.train.warmup = 10;
+    info.train.weight_decay = 0.1f;
+    info.train.clip = 1.0f;
+    info.train.adam_beta1 = 0.9f;
+    info.train.adam_beta2 = 0.999f;
+    info.train.adam_eps = 1e-8f;
+    info.train.batch = 4;
+    info.train.seed = UINT64_MAX;
+    info.train.eval_every = 25;
+    info.train.eval_batches = 3;
+    info.train.val_fraction = 0.1;
+    info.train.stride = 8;
+    strcpy(info.train.data_path, "some dir/with \"quotes\".txt");
+    info.state.step = 42;
+    info.state.data_rng = 0xfedcba9876543210ULL;
+    info.state.cursor = (strix_seq_cursor){.pos = 17, .stride = 8, .epoch = 3};
+    info.state.val_loss = NAN;
+    info.state.data_size = 12345;
+    info.state.data_hash = 0x0123456789abcdefULL;
+    return info;
+}
+
+static void fill_block(strix_params *ps, float *block, float base) {
+    float *host = malloc(ps->total * sizeof(float));
+    for (size_t i = 0; i < ps->total; i++) host[i] = base + (float)i * 1e-3f;
+    assert_int_equal(strix_copy(ps->be, block, host, ps->total * sizeof(float), STRIX_COPY_H2D),
+                     STRIX_OK);
+    free(host);
+}
+
+static void test_gpt_checkpoint_round_trip(void **state) {
+    strix_backend *be;
+    assert_int_equal(strix_backend_init("cpu", &be), STRIX_OK);
+    strix_gpt_config c = tiny_config();
+    strix_gpt *g1, *g2;
+    assert_int_equal(strix_gpt_new(be, &c, &g1), STRIX_OK);
+    assert_int_equal(strix_gpt_init_weights(g1, 7), STRIX_OK);
+    strix_params *p1 = strix_gpt_params(g1);
+    fill_block(p1, p1->m, 0.5f);
+    fill_block(p1, p1->v, 2.0f);
+    strix_checkpoint_info info = tiny_info(&c);
+    const char *path = in_tmp("gpt.safetensors");
+    assert_int_equal(strix_checkpoint_save(path, g1, &info), STRIX_OK);
+
+    strix_checkpoint *ck;
+    assert_int_equal(strix_checkpoint_open(path, &ck), STRIX_OK);
+    const strix_checkpoint_info *got = strix_checkpoint_info_of(ck);
+    assert_int_equal(got->model.d_model, 8);
+    assert_int_equal(got->model.n_head, 2);
+    assert_int_equal(got->vocab.size, 5);
+    assert_memory_equal(got->vocab.bytes, "\nabc\xff", 5);
+    assert_int_equal(got->state.step, 42);
+    assert_true(got->state.data_rng == info.state.data_rng);
+    assert_true(got->train.seed == UINT64_MAX);
+    assert_true(got->train.lr == info.train.lr);
+    assert_true(got->train.adam_eps == info.train.adam_eps);
+    assert_true(got->state.cursor.pos == 17 && got->state.cursor.epoch == 3);
+    assert_true(isnan(got->state.val_loss));
+    assert_true(got->state.data_hash == info.state.data_hash);
+    assert_string_equal(got->train.data_path, info.train.data_path);
+
+    assert_int_equal(strix_gpt_new(be, &c, &g2), STRIX_OK);
+    assert_int_equal(strix_checkpoint_restore(ck, g2, true), STRIX_OK);
+    strix_params *p2 = strix_gpt_params(g2);
+    assert_int_equal(p1->total, p2->total);
+    assert_memory_equal(p1->data, p2->data, p1->total * sizeof(float));
+    assert_memory_equal(p1->m, p2->m, p1->total * sizeof(float));
+    assert_memory_equal(p1->v, p2->v, p1->total * sizeof(float));
+    strix_gpt_free(g2);
+
+    /* a model of another shape is refused before anything is written */
+    strix_gpt_config other = c;
+    other.d_model = 12;
+    other.n_head = 3;
+    assert_int_equal(strix_gpt_new(be, &other, &g2), STRIX_OK);
+    assert_int_equal(strix_checkpoint_restore(ck, g2, true), STRIX_ERR_ARG);
+    strix_gpt_free(g2);
+    strix_checkpoint_close(ck);
+
+    /* saving the same state again gives the same bytes */
+    size_t n1, n2;
+    unsigned char *b1 = read_all(path, &n1);
+    assert_int_equal(strix_checkpoint_save(path, g1, &info), STRIX_OK);
+    unsigned char *b2 = read_all(path, &n2);
+    assert_int_equal(n1, n2);
+    assert_memory_equal(b1, b2, n1);
+
+    /* a plain safetensors file is not a checkpoint */
+    assert_int_equal(strix_checkpoint_open("tests/golden/io/ref-f32.st", &ck),
+                     STRIX_ERR_FORMAT);
+    assert_non_null(strstr(strix_last_error(), "not a strix checkpoint"));
+    free(b1);
+    free(b2);
+    strix_gpt_free(g1);
+    strix_backend_free(be);
+}
+
+static void test_gpt_checkpoint_tied_weights_stored_once(void **state) {
+    strix_backend *be;
+    assert_int_equal(strix_backend_init("cpu", &be), STRIX_OK);
+    strix_gpt_config c = tiny_config();
+    c.tie_weights = true;
+    strix_gpt *g1, *g2;
+    assert_int_equal(strix_gpt_new(be, &c, &g1), STRIX_OK);
+    assert_int_equal(strix_gpt_init_weights(g1, 3), STRIX_OK);
+    strix_params *p1 = strix_gpt_params(g1);
+    int untied = 0;
+    for (int i = 0; i < p1->count; i++) untied += p1->items[i]->tied_to == NULL;
+    assert_true(untied < p1->count);
+    strix_checkpoint_info info = tiny_info(&c);
+    const char *path = in_tmp("tied.safetensors");
+    assert_int_equal(strix_checkpoint_save(path, g1, &info), STRIX_OK);
+    strix_safetensors *st;
+    assert_int_equal(strix_safetensors_read(path, &st), STRIX_OK);
+    assert_int_equal(strix_safetensors_count(st), 3 * untied);
+    strix_safetensors_free(st);
+    strix_checkpoint *ck;
+    assert_int_equal(strix_checkpoint_open(path, &ck), STRIX_OK);
+    assert_true(strix_checkpoint_info_of(ck)->model.tie_weights);
+    assert_int_equal(strix_gpt_new(be, &c, &g2), STRIX_OK);
+    assert_int_equal(strix_checkpoint_restore(ck, g2, true), STRIX_OK);
+    assert_memory_equal(p1->data, strix_gpt_params(g2)->data, p1->total * sizeof(float));
+    strix_checkpoint_close(ck);
+    strix_gpt_free(g2);
+    strix_gpt_free(g1);
+    strix_backend_free(be);
+}
+
+static void test_gpt_config_json_round_trip(void **state) {
+    strix_gpt_config c = tiny_config();
+    c.n_head = 3;
+    c.head_sizes[0] = 2, c.head_sizes[1] = 2, c.head_sizes[2] = 4;
+    c.rope = true;
+    c.mlp_act = STRIX_MLP_RELU;
+    c.ln_eps = 1e-5f;
+    char *json;
+    assert_int_equal(strix_gpt_config_to_json(&c, &json), STRIX_OK);
+    strix_gpt_config back;
+    assert_int_equal(strix_gpt_config_from_json(json, &back), STRIX_OK);
+    free(json);
+    assert_int_equal(back.n_head, 3);
+    assert_int_equal(back.head_sizes[2], 4);
+    assert_true(back.rope && back.mlp_act == STRIX_MLP_RELU);
+    assert_true(back.ln_eps == c.ln_eps && back.rope_base == c.rope_base);
+    assert_int_equal(strix_gpt_config_from_json("{\"vocab_size\":5}", &back), STRIX_ERR_FORMAT);
+    assert_int_equal(strix_gpt_config_from_json("not json", &back), STRIX_ERR_FORMAT);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_round_trip_bit_identical),
+        cmocka_unit_test(test_write_rejects_bad_tensors),
+        cmocka_unit_test(test_reads_reference_file),
+        cmocka_unit_test(test_crafted_headers),
+        cmocka_unit_test(test_header_length_lies),
+        cmocka_unit_test(test_every_truncation_fails_cleanly),
+        cmocka_unit_test(test_random_corruption_never_crashes),
+        cmocka_unit_test(test_failed_save_leaves_old_file),
+        cmocka_unit_test(test_gpt_config_json_round_trip),
+        cmocka_unit_test(test_gpt_checkpoint_round_trip),
+        cmocka_unit_test(test_gpt_checkpoint_tied_weights_stored_once),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}

@@ -1,0 +1,64 @@
+/*
+ * args.h - the strix command's small flag parser: `--name value` and `--name=value`, switches
+ * without a value, typed targets with inclusive or open ranges, and --help text generated from the
+ * same table, so every flag is listed with its default.
+ *
+ * Does not support short options, positional arguments or abbreviations.
+ */
+#ifndef STRIX_TOOL_ARGS_H
+#define STRIX_TOOL_ARGS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+typedef enum arg_kind {
+    ARG_SWITCH, /* bool, no value */
+    ARG_INT,    /* int */
+    ARG_I64,    /* int64_t */
+    ARG_U64,    /* uint64_t */
+    ARG_FLOAT,  /* float */
+    ARG_DOUBLE, /* double */
+    ARG_STRING, /* const char * (points into argv) */
+} arg_kind;
+
+/* One flag. Numbers must lie in [min, max]; min_open makes the lower bound exclusive. */
+typedef struct arg_spec {
+    const char *name;  /* without the leading "--" */
+    arg_kind kind;
+    void *target;
+    double min, max;
+    bool min_open;
+    const char *meta;  /* value placeholder in --help ("N", "PATH") */
+    const char *help;  /* one line; states the default */
+    bool hidden;       /* testing flags: listed under "testing" */
+    bool seen;         /* set by args_parse */
+} arg_spec;
+
+/* Table rows: FLAG(name, kind, target, min, max, min_open, meta, help); TESTING_FLAG marks a
+ * hidden one (listed under "Testing"). */
+#define FLAG(name, kind, target, min, max, min_open, meta, help)                                 \
+    {name, kind, target, min, max, min_open, meta, help, false, false}
+#define TESTING_FLAG(name, kind, target, min, max, min_open, meta, help)                         \
+    {name, kind, target, min, max, min_open, meta, help, true, false}
+
+/* Parses argv[first..argc) into specs. Returns 0 on success, 1 when --help was asked (help
+ * printed to stdout), 2 after printing ONE line "strix <cmd>: <problem>" to stderr for an unknown
+ * flag, a missing or malformed value, or a value out of range. */
+int args_parse(const char *cmd, int argc, char **argv, int first, arg_spec *specs, int n);
+
+/* Prints the flags of `specs` (usage line and summary are the caller's). */
+void args_print_help(FILE *out, const arg_spec *specs, int n);
+
+/* The spec called `name` (NULL if none). */
+arg_spec *args_find(arg_spec *specs, int n, const char *name);
+
+/* Formats the current value of a spec's target as the checkpoint stores it: numbers as the
+ * shortest text that reads back exactly, switches as on/off. */
+void args_format_value(const arg_spec *spec, char *buf, size_t cap);
+
+/* The shortest "%.Ng" text of x that reads back as exactly x. */
+void args_format_float(char *buf, size_t cap, float x);
+void args_format_double(char *buf, size_t cap, double x);
+
+#endif

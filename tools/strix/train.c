@@ -1,0 +1,625 @@
+/*
+ * train.c - `strix train`: trains a character-level GPT on a text file or directory, evaluates on
+ * the held-out tail, writes resumable checkpoints, and resumes them bit for bit.
+ *
+ * The step: zero_grad, forward, backward, clip_grad_norm (a non-finite norm skips the step with a
+ * warning), lr = warmup+cosine(step), AdamW with t = step + 1. Randomness: weights from
+ * derive(seed, 1), training batches from a stream seeded derive(seed, 2) whose state is saved in
+ * every checkpoint, evaluation batches from a stream re-seeded derive(seed, 3) at every evaluation
+ * (so evaluating and saving never perturb training). Does not auto-load anything: a checkpoint is
+ * read only with --resume.
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include <inttypes.h>
+#include <math.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "args.h"
+#include "strix/backend.h"
+#include "strix/checkpoint.h"
+#include "strix/optim.h"
+#include "tool.h"
+
+#define DEFAULT_CORPUS "/usr/share/games/fortunes"
+#define DEFAULT_STEPS 2000
+#define MAX_SKIPPED_IN_A_ROW 100
+
+// ---- flags -------------------------------------------------------------------------------------
+
+typedef struct train_flags {
+    const char *data, *out, *resume, *backend, *head_sizes;
+    int64_t steps;
+    double time;
+    int d_model, layers, heads, d_ff, block, batch, threads, eval_batches;
+    float lr, min_lr, weight_decay, clip;
+    int64_t warmup, eval_every, stride, stop_after, log_every;
+    uint64_t seed;
+    double val_fraction;
+    bool rope, relu, tie, sequential;
+} train_flags;
+
+#define BIG 1e300
+#define NSPECS 30
+
+/* Fills specs (NSPECS entries) pointing into f. */
+static void train_specs(train_flags *f, arg_spec *s) {
+    const arg_spec table[NSPECS] = {
+        FLAG("data", ARG_STRING, &f->data, 0, 0, 0, "PATH",
+             "text file or directory of text files (default " DEFAULT_CORPUS ")"),
+        FLAG("out", ARG_STRING, &f->out, 0, 0, 0, "PATH",
+             "checkpoint to write (default model.safetensors; with --resume: the resumed file)"),
+        FLAG("steps", ARG_I64, &f->steps, 1, BIG, 0, "N",
+             "total optimizer steps and LR-schedule horizon (default 2000)"),
+        FLAG("time", ARG_DOUBLE, &f->time, 0, BIG, true, "SECONDS",
+             "also stop after this many seconds (default: no limit; see below)"),
+        FLAG("d-model", ARG_INT, &f->d_model, 1, 65536, 0, "N", "model width C (default 128)"),
+        FLAG("layers", ARG_INT, &f->layers, 1, 1024, 0, "N", "transformer blocks L (default 4)"),
+        FLAG("heads", ARG_INT, &f->heads, 1, STRIX_GPT_MAX_HEADS, 0, "N",
+             "uniform attention heads; must divide --d-model (default 4)"),
+        FLAG("head-sizes", ARG_STRING, &f->head_sizes, 0, 0, 0, "A,B,..",
+             "heterogeneous head sizes summing to --d-model, e.g. 16,16,32 (default: uniform)"),
+        FLAG("d-ff", ARG_INT, &f->d_ff, 0, 1 << 24, 0, "N",
+             "MLP hidden size (default 0 = 4 x d-model)"),
+        FLAG("block", ARG_INT, &f->block, 1, 1 << 20, 0, "T", "context length T (default 64)"),
+        FLAG("batch", ARG_INT, &f->batch, 1, 1 << 20, 0, "B", "sequences per step B (default 16)"),
+        FLAG("lr", ARG_FLOAT, &f->lr, 0, 10, true, "RATE", "peak learning rate (default 1e-3)"),
+        FLAG("min-lr", ARG_FLOAT, &f->min_lr, 0, 10, 0, "RATE",
+             "final learning rate of the cosine decay (default lr/10)"),
+        FLAG("warmup", ARG_I64, &f->warmup, 0, BIG, 0, "N", "linear warmup steps (default 100)"),
+        FLAG("weight-decay", ARG_FLOAT, &f->weight_decay, 0, 10, 0, "W",
+             "AdamW decoupled weight decay (default 0.1)"),
+        FLAG("clip", ARG_FLOAT, &f->clip, 0, BIG, 0, "NORM",
+             "max global gradient norm, 0 = off (default 1.0)"),
+        FLAG("seed", ARG_U64, &f->seed, 0, BIG, 0, "N", "seed of weights and data (default 1337)"),
+        FLAG("eval-every", ARG_I64, &f->eval_every, 1, BIG, 0, "N",
+             "steps between evaluations and checkpoints (default 250)"),
+        FLAG("eval-batches", ARG_INT, &f->eval_batches, 1, 1 << 20, 0, "N",
+             "validation batches per evaluation (default 20)"),
+        FLAG("val-fraction", ARG_DOUBLE, &f->val_fraction, 0, 0.9, true, "F",
+             "held-out tail of the corpus (default 0.1)"),
+        FLAG("threads", ARG_INT, &f->threads, 0, 4096, 0, "N",
+             "CPU threads, 0 = all cores (default 0); results do not depend on it"),
+        FLAG("backend", ARG_STRING, &f->backend, 0, 0, 0, "NAME",
+             "cpu-blas (OpenBLAS GEMM) or cpu (reference loops) (default cpu-blas)"),
+        FLAG("rope", ARG_SWITCH, &f->rope, 0, 0, 0, NULL,
+             "rotary positions instead of learned ones (default off)"),
+        FLAG("relu", ARG_SWITCH, &f->relu, 0, 0, 0, NULL, "ReLU MLP instead of GELU (default off)"),
+        FLAG("tie", ARG_SWITCH, &f->tie, 0, 0, 0, NULL,
+             "tie the output head to the token embedding (default off)"),
+        FLAG("sequential", ARG_SWITCH, &f->sequential, 0, 0, 0, NULL,
+             "walk the text in order (microGPT) instead of random windows (default off)"),
+        FLAG("stride", ARG_I64, &f->stride, 1, BIG, 0, "N",
+             "characters between windows of --sequential (default T)"),
+        FLAG("resume", ARG_STRING, &f->resume, 0, 0, 0, "CKPT",
+             "continue the run saved in CKPT (default: none, a new run); see below"),
+        FLAG("log-every", ARG_I64, &f->log_every, 1, BIG, 0, "N",
+             "steps between progress lines when stderr is not a terminal (default 50)"),
+        TESTING_FLAG("stop-after", ARG_I64, &f->stop_after, 1, BIG, 0, "N",
+             "behave as if interrupted (Ctrl-C) right after step N: save and exit 0"),
+    };
+    memcpy(s, table, sizeof table);
+}
+
+static void print_train_help(arg_spec *specs, int n) {
+    printf("Usage: strix train [--data PATH] [--out model.safetensors] [flags]\n"
+           "\n"
+           "Trains a character-level GPT (bytes are tokens) on PATH: the first (1 - val-fraction)\n"
+           "of the text trains, the rest validates. Every --eval-every steps and at the end it\n"
+           "prints \"step N: val loss X\" and saves the checkpoint (atomically: a failed run\n"
+           "never damages an existing file). Ctrl-C finishes the current step, saves and exits 0.\n"
+           "\n");
+    args_print_help(stdout, specs, n);
+    printf("\n"
+           "--time: the LR schedule still spans --steps; training stops at whichever comes first.\n"
+           "A time-bounded run saves where it stopped (step and planned total are recorded), and\n"
+           "strix train --resume CKPT continues it to the --steps it planned.\n"
+           "--resume: the checkpoint carries weights, optimizer state, step, data stream, corpus\n"
+           "path and hash and every hyper-parameter; the resumed run ends bit-identical to an\n"
+           "uninterrupted one. Only --out, --threads, --time and --backend may be given with it;\n"
+           "flags that would change the run are refused.\n"
+           "Default corpus: the Debian package 'fortunes' (" DEFAULT_CORPUS ").\n");
+}
+
+/* Parses "16,16,32" into c->head_sizes / n_head. Returns false (message printed) on error. */
+static bool parse_head_sizes(const char *text, strix_gpt_config *c) {
+    int n = 0;
+    const char *p = text;
+    while (*p) {
+        char *end;
+        long v = strtol(p, &end, 10);
+        if (end == p || v < 1 || v > 65536 || n == STRIX_GPT_MAX_HEADS || (*end && *end != ',')) {
+            fprintf(stderr, "strix train: --head-sizes expects up to %d positive integers "
+                            "separated by commas (got '%s')\n", STRIX_GPT_MAX_HEADS, text);
+            return false;
+        }
+        c->head_sizes[n++] = (int)v;
+        p = *end ? end + 1 : end;
+    }
+    if (n == 0) {
+        fprintf(stderr, "strix train: --head-sizes is empty\n");
+        return false;
+    }
+    c->n_head = n;
+    return true;
+}
+
+/* The value a run flag has in the checkpoint, formatted like args_format_value; false for flags
+ * that are not part of the run. */
+static bool checkpoint_value(const strix_checkpoint_info *ck, const char *name, char *buf,
+                             size_t cap) {
+    const strix_train_config *t = &ck->train;
+    const strix_gpt_config *m = &ck->model;
+    if (strcmp(name, "data") == 0) snprintf(buf, cap, "%s", t->data_path);
+    else if (strcmp(name, "steps") == 0) snprintf(buf, cap, "%" PRId64, t->steps);
+    else if (strcmp(name, "d-model") == 0) snprintf(buf, cap, "%d", m->d_model);
+    else if (strcmp(name, "layers") == 0) snprintf(buf, cap, "%d", m->n_layer);
+    else if (strcmp(name, "heads") == 0) snprintf(buf, cap, "%d", m->n_head);
+    else if (strcmp(name, "d-ff") == 0) snprintf(buf, cap, "%d", m->d_ff);
+    else if (strcmp(name, "block") == 0) snprintf(buf, cap, "%d", m->block_size);
+    else if (strcmp(name, "batch") == 0) snprintf(buf, cap, "%d", t->batch);
+    else if (strcmp(name, "lr") == 0) args_format_float(buf, cap, t->lr);
+    else if (strcmp(name, "min-lr") == 0) args_format_float(buf, cap, t->min_lr);
+    else if (strcmp(name, "warmup") == 0) snprintf(buf, cap, "%" PRId64, t->warmup);
+    else if (strcmp(name, "weight-decay") == 0) args_format_float(buf, cap, t->weight_decay);
+    else if (strcmp(name, "clip") == 0) args_format_float(buf, cap, t->clip);
+    else if (strcmp(name, "seed") == 0) snprintf(buf, cap, "%" PRIu64, t->seed);
+    else if (strcmp(name, "eval-every") == 0) snprintf(buf, cap, "%" PRId64, t->eval_every);
+    else if (strcmp(name, "eval-batches") == 0) snprintf(buf, cap, "%d", t->eval_batches);
+    else if (strcmp(name, "val-fraction") == 0)
+        args_format_double(buf, cap, t->val_fraction);
+    else if (strcmp(name, "rope") == 0) snprintf(buf, cap, "%s", m->rope ? "on" : "off");
+    else if (strcmp(name, "relu") == 0)
+        snprintf(buf, cap, "%s", m->mlp_act == STRIX_MLP_RELU ? "on" : "off");
+    else if (strcmp(name, "tie") == 0) snprintf(buf, cap, "%s", m->tie_weights ? "on" : "off");
+    else if (strcmp(name, "sequential") == 0)
+        snprintf(buf, cap, "%s", t->sequential ? "on" : "off");
+    else if (strcmp(name, "stride") == 0) snprintf(buf, cap, "%" PRId64, t->stride);
+    else if (strcmp(name, "head-sizes") == 0) {
+        size_t used = 0;
+        buf[0] = '\0';
+        for (int h = 0; m->head_sizes[0] > 0 && h < m->n_head && used < cap; h++)
+            used += (size_t)snprintf(buf + used, cap - used, h ? ",%d" : "%d", m->head_sizes[h]);
+    } else
+        return false;
+    return true;
+}
+
+// ---- the run -----------------------------------------------------------------------------------
+
+typedef struct run {
+    strix_checkpoint_info info; /* the run's configuration and position */
+    strix_corpus corpus;
+    strix_backend *be;
+    strix_gpt *gpt;
+    const char *out;
+    double time_limit;
+    int64_t stop_after, log_every;
+    int32_t *ids, *targets;
+    bool tty;
+} run;
+
+static volatile sig_atomic_t stop_signal;
+
+static void on_signal(int sig) { stop_signal = sig; }
+
+static void run_free(run *r) {
+    strix_gpt_free(r->gpt);
+    strix_backend_free(r->be);
+    strix_corpus_free(&r->corpus);
+    free(r->ids);
+    free(r->targets);
+}
+
+/* Loads the corpus at `path`, applies the split and checks the block fits. */
+static int load_corpus(run *r, const char *path, bool is_default) {
+    struct stat st;
+    if (is_default && stat(path, &st) != 0) {
+        fprintf(stderr, "strix: default corpus not found: install the Debian package 'fortunes' "
+                        "(apt-get install fortunes) or pass --data PATH\n");
+        return 1;
+    }
+    strix_status s = strix_corpus_load(path, &r->corpus);
+    if (s == STRIX_OK) s = strix_corpus_split(&r->corpus, r->info.train.val_fraction);
+    if (s == STRIX_OK) s = strix_corpus_check_block(&r->corpus, r->info.model.block_size);
+    return s == STRIX_OK ? 0 : tool_fail(s);
+}
+
+static void print_setup(const run *r, bool resumed) {
+    const strix_checkpoint_info *i = &r->info;
+    const strix_gpt_config *m = &i->model;
+    printf("corpus %s: %zu characters in %d file%s, vocabulary %d; train %zu, val %zu\n",
+           i->train.data_path, r->corpus.size, r->corpus.n_files, r->corpus.n_files == 1 ? "" : "s",
+           r->corpus.vocab.size, strix_corpus_split_size(&r->corpus, STRIX_SPLIT_TRAIN),
+           strix_corpus_split_size(&r->corpus, STRIX_SPLIT_VAL));
+    printf("model: %d layers, d_model %d, %d heads, block %d, %zu parameters; backend %s, "
+           "%d threads\n", m->n_layer, m->d_model, m->n_head, m->block_size,
+           strix_gpt_params(r->gpt)->total, strix_backend_name(r->be), strix_get_num_threads());
+    if (resumed)
+        printf("resuming at step %" PRId64 " of %" PRId64 "\n", i->state.step, i->train.steps);
+    fflush(stdout);
+}
+
+/* Mean validation loss over eval_batches batches of a stream re-seeded at every call. */
+static strix_status evaluate(run *r, double *loss) {
+    const strix_train_config *t = &r->info.train;
+    int B = t->batch, T = r->info.model.block_size;
+    strix_rng rng;
+    strix_rng_seed(&rng, strix_seed_derive(t->seed, 3));
+    double sum = 0.0;
+    for (int b = 0; b < t->eval_batches; b++) {
+        float l;
+        STRIX_TRY(strix_corpus_batch_random(&r->corpus, STRIX_SPLIT_VAL, &rng, B, T, r->ids,
+                                            r->targets));
+        STRIX_TRY(strix_gpt_forward(r->gpt, r->ids, r->targets, B, T, &l));
+        sum += l;
+    }
+    *loss = sum / t->eval_batches;
+    return STRIX_OK;
+}
+
+static void format_duration(double s, char *buf, size_t cap) {
+    if (!(s >= 0) || s > 1e7) { snprintf(buf, cap, "--:--"); return; }
+    long t = (long)(s + 0.5);
+    if (t >= 3600) snprintf(buf, cap, "%ld:%02ld:%02ld", t / 3600, t / 60 % 60, t % 60);
+    else snprintf(buf, cap, "%ld:%02ld", t / 60, t % 60);
+}
+
+static void clear_progress(const run *r) {
+    if (r->tty) fprintf(stderr, "\r\033[K");
+}
+
+static void progress(run *r, int64_t step, int64_t first, float loss, double t0, bool force) {
+    static double last_print;
+    double now = tool_now(), elapsed = now - t0;
+    int64_t total = r->info.train.steps;
+    bool due = r->tty ? (force || now - last_print > 0.1)
+                      : (force || step % r->log_every == 0);
+    if (!due) return;
+    last_print = now;
+    double done = (double)(step - first);
+    double tok_s = elapsed > 0 ? done * r->info.train.batch * r->info.model.block_size / elapsed
+                               : 0.0;
+    double eta = done > 0 ? elapsed / done * (double)(total - step) : NAN;
+    if (r->time_limit > 0 && r->time_limit - elapsed < eta) eta = r->time_limit - elapsed;
+    char el[32], et[32];
+    format_duration(elapsed, el, sizeof el);
+    format_duration(eta, et, sizeof et);
+    char val[32] = "-";
+    if (!isnan(r->info.state.val_loss)) snprintf(val, sizeof val, "%.4f", r->info.state.val_loss);
+    fprintf(stderr, "%sstep %" PRId64 "/%" PRId64 " | loss %.4f | val %s | %.0f tok/s | %s "
+                    "elapsed | ETA %s%s", r->tty ? "\r\033[K" : "", step, total, loss, val,
+            tok_s, el, et, r->tty ? "" : "\n");
+    fflush(stderr);
+}
+
+static strix_status save(run *r) { return strix_checkpoint_save(r->out, r->gpt, &r->info); }
+
+/* The training loop from the run's current step. */
+static int train_loop(run *r) {
+    strix_checkpoint_info *info = &r->info;
+    const strix_train_config *t = &info->train;
+    int B = t->batch, T = info->model.block_size;
+    strix_params *ps = strix_gpt_params(r->gpt);
+    strix_adamw_config adam = {.beta1 = t->adam_beta1, .beta2 = t->adam_beta2, .eps = t->adam_eps,
+                               .weight_decay = t->weight_decay};
+    strix_rng data_rng = {.state = info->state.data_rng};
+    strix_seq_cursor cursor = info->state.cursor;
+
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sa.sa_flags = SA_RESETHAND; /* a second Ctrl-C ends the process at once */
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+
+    double t0 = tool_now();
+    int64_t first = info->state.step, step = first;
+    float loss = NAN;
+    int skipped_in_row = 0;
+    bool saved_here = false;
+    const char *stopped = NULL;
+    strix_status s = STRIX_OK;
+    while (step < t->steps) {
+        if (stop_signal) { stopped = "interrupted"; break; }
+        s = t->sequential
+                ? strix_corpus_batch_sequential(&r->corpus, STRIX_SPLIT_TRAIN, &cursor, B, T,
+                                                r->ids, r->targets)
+                : strix_corpus_batch_random(&r->corpus, STRIX_SPLIT_TRAIN, &data_rng, B, T,
+                                            r->ids, r->targets);
+        if (s == STRIX_OK) s = strix_params_zero_grad(ps);
+        if (s == STRIX_OK) s = strix_gpt_forward(r->gpt, r->ids, r->targets, B, T, &loss);
+        if (s == STRIX_OK) s = strix_gpt_backward(r->gpt);
+        double norm = 0.0;
+        if (s == STRIX_OK) s = strix_clip_grad_norm(ps, t->clip, &norm);
+        if (s == STRIX_ERR_NUMERIC || (s == STRIX_OK && !isfinite(loss))) {
+            clear_progress(r);
+            fprintf(stderr, "strix: warning: step %" PRId64 ": loss %g, gradient norm %g; "
+                            "step skipped\n", step + 1, (double)loss, norm);
+            s = STRIX_OK;
+            if (++skipped_in_row >= MAX_SKIPPED_IN_A_ROW) {
+                s = strix_error(STRIX_ERR_NUMERIC, "training diverged: %d steps in a row had a "
+                                "non-finite loss or gradient", skipped_in_row);
+                break;
+            }
+        } else if (s == STRIX_OK) {
+            skipped_in_row = 0;
+            float lr = strix_lr_warmup_cosine(step, t->warmup, t->steps, t->lr, t->min_lr);
+            s = strix_adamw_step(ps, &adam, lr, step + 1);
+        }
+        if (s != STRIX_OK) break;
+        step++;
+        info->state.step = step;
+        info->state.data_rng = data_rng.state;
+        info->state.cursor = cursor;
+        saved_here = false;
+        if (step % t->eval_every == 0 || step == t->steps) {
+            double val;
+            s = evaluate(r, &val);
+            if (s == STRIX_OK) {
+                info->state.val_loss = val;
+                clear_progress(r);
+                printf("step %" PRId64 ": val loss %.4f\n", step, val);
+                fflush(stdout);
+                s = save(r);
+                saved_here = true;
+            }
+            if (s != STRIX_OK) break;
+        }
+        progress(r, step, first, loss, t0, step == t->steps);
+        if (r->stop_after > 0 && step >= r->stop_after) {
+            stopped = "stopped by --stop-after";
+            break;
+        }
+        if (r->time_limit > 0 && tool_now() - t0 >= r->time_limit) {
+            stopped = "time limit";
+            break;
+        }
+    }
+    signal(SIGINT, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
+    if (s != STRIX_OK) {
+        clear_progress(r);
+        return tool_fail(s);
+    }
+    if (stopped && strcmp(stopped, "time limit") == 0 && !saved_here) {
+        double val;
+        s = evaluate(r, &val); /* its own stream: the run stays resumable bit for bit */
+        if (s != STRIX_OK) return tool_fail(s);
+        info->state.val_loss = val;
+        clear_progress(r);
+        printf("step %" PRId64 ": val loss %.4f\n", step, val);
+    }
+    if (!saved_here) {
+        s = save(r);
+        if (s != STRIX_OK) {
+            clear_progress(r);
+            return tool_fail(s);
+        }
+    }
+    clear_progress(r);
+    double elapsed = tool_now() - t0;
+    if (stopped) {
+        fprintf(stderr, "strix: %s at step %" PRId64 " of %" PRId64 "; checkpoint saved to %s "
+                        "(continue with: strix train --resume %s)\n", stopped, step, t->steps,
+                r->out, r->out);
+    }
+    printf("%s: %" PRId64 " of %" PRId64 " steps, train loss %.4f, val loss %.4f, %.1f s; "
+           "saved %s\n", step == t->steps ? "done" : "stopped", step, t->steps, (double)loss,
+           info->state.val_loss, elapsed, r->out);
+    return 0;
+}
+
+// ---- setup -------------------------------------------------------------------------------------
+
+/* Checks the flags given with --resume against the checkpoint (exit code 2 on a conflict). */
+static int check_resume_flags(const strix_checkpoint_info *ck, arg_spec *specs, int n) {
+    static const char *allowed[] = {"out", "threads", "time", "backend", "resume", "log-every",
+                                    "stop-after"};
+    for (int i = 0; i < n; i++) {
+        if (!specs[i].seen) continue;
+        bool ok = false;
+        for (size_t a = 0; a < sizeof allowed / sizeof *allowed; a++)
+            ok |= strcmp(specs[i].name, allowed[a]) == 0;
+        if (ok) continue;
+        char mine[STRIX_PATH_MAX], theirs[STRIX_PATH_MAX];
+        args_format_value(&specs[i], mine, sizeof mine);
+        if (!checkpoint_value(ck, specs[i].name, theirs, sizeof theirs)) theirs[0] = '\0';
+        if (strcmp(mine, theirs) == 0) continue; /* the same value changes nothing */
+        fprintf(stderr, "strix train: --%s conflicts with the checkpoint (%s); a resumed run "
+                        "keeps its configuration\n", specs[i].name, theirs[0] ? theirs : "unset");
+        return 2;
+    }
+    return 0;
+}
+
+/* Fails early (exit 1) when the checkpoint could not be written: creates and removes the very
+ * temp file the atomic save will use. */
+static int check_out_writable(const char *out) {
+    char tmp[STRIX_PATH_MAX + 32];
+    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", out, (long)getpid());
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL, 0644);
+    if (fd < 0) {
+        fprintf(stderr, "strix: cannot write the checkpoint %s: %s\n", out, strerror(errno));
+        return 1;
+    }
+    close(fd);
+    unlink(tmp);
+    return 0;
+}
+
+static int setup_backend(run *r, const train_flags *f, bool backend_seen) {
+    strix_set_num_threads(f->threads);
+    strix_status s = strix_backend_init(f->backend, &r->be);
+    if (s == STRIX_ERR_UNSUPPORTED && !backend_seen) {
+        fprintf(stderr, "strix: note: this build has no cpu-blas backend; using cpu\n");
+        s = strix_backend_init("cpu", &r->be);
+    }
+    return s == STRIX_OK ? 0 : tool_fail(s);
+}
+
+static int setup_buffers(run *r) {
+    size_t n = (size_t)r->info.train.batch * (size_t)r->info.model.block_size;
+    r->ids = malloc(n * sizeof *r->ids);
+    r->targets = malloc(n * sizeof *r->targets);
+    if (!r->ids || !r->targets)
+        return tool_fail(strix_error(STRIX_ERR_ALLOC, "out of memory for a batch of %zu", n));
+    return 0;
+}
+
+static int start_new(run *r, train_flags *f, arg_spec *specs, int n) {
+    strix_checkpoint_info *info = &r->info;
+    strix_gpt_config *m = &info->model;
+    *m = strix_gpt_config_default();
+    m->d_model = f->d_model;
+    m->n_layer = f->layers;
+    m->n_head = f->heads;
+    m->d_ff = f->d_ff;
+    m->block_size = f->block;
+    m->mlp_act = f->relu ? STRIX_MLP_RELU : STRIX_MLP_GELU;
+    m->rope = f->rope;
+    m->tie_weights = f->tie;
+    if (f->head_sizes) {
+        if (args_find(specs, n, "heads")->seen) {
+            fprintf(stderr, "strix train: give either --heads or --head-sizes, not both\n");
+            return 2;
+        }
+        if (!parse_head_sizes(f->head_sizes, m)) return 2;
+    }
+    m->vocab_size = 256; /* checked with a placeholder until the corpus is read */
+    if (strix_gpt_config_check(m) != STRIX_OK) {
+        fprintf(stderr, "strix train: %s\n", strix_last_error());
+        return 2;
+    }
+    strix_train_config *t = &info->train;
+    t->steps = f->steps;
+    t->time_limit = f->time;
+    t->lr = f->lr;
+    t->min_lr = args_find(specs, n, "min-lr")->seen ? f->min_lr : f->lr / 10.0f;
+    if (t->min_lr > t->lr) {
+        fprintf(stderr, "strix train: --min-lr %g exceeds --lr %g\n", (double)t->min_lr,
+                (double)t->lr);
+        return 2;
+    }
+    t->warmup = f->warmup;
+    t->weight_decay = f->weight_decay;
+    t->clip = f->clip;
+    strix_adamw_config adam = strix_adamw_defaults(f->weight_decay);
+    t->adam_beta1 = adam.beta1;
+    t->adam_beta2 = adam.beta2;
+    t->adam_eps = adam.eps;
+    t->batch = f->batch;
+    t->seed = f->seed;
+    t->eval_every = f->eval_every;
+    t->eval_batches = f->eval_batches;
+    t->val_fraction = f->val_fraction;
+    t->sequential = f->sequential;
+    t->stride = args_find(specs, n, "stride")->seen ? f->stride : f->block;
+    const char *data = f->data ? f->data : DEFAULT_CORPUS;
+    if (strlen(data) >= sizeof t->data_path) {
+        fprintf(stderr, "strix train: --data path is too long\n");
+        return 2;
+    }
+    strcpy(t->data_path, data);
+
+    int rc = load_corpus(r, data, f->data == NULL);
+    if (rc) return rc;
+    m->vocab_size = r->corpus.vocab.size;
+    info->vocab = r->corpus.vocab;
+    info->state.step = 0;
+    info->state.data_rng = strix_seed_derive(f->seed, 2);
+    info->state.cursor = (strix_seq_cursor){.pos = 0, .stride = (uint64_t)t->stride, .epoch = 0};
+    info->state.val_loss = NAN;
+    info->state.data_size = r->corpus.size;
+    info->state.data_hash = r->corpus.hash;
+
+    rc = setup_backend(r, f, args_find(specs, n, "backend")->seen);
+    if (rc) return rc;
+    strix_status s = strix_gpt_new(r->be, m, &r->gpt);
+    if (s == STRIX_OK) s = strix_gpt_init_weights(r->gpt, strix_seed_derive(f->seed, 1));
+    if (s != STRIX_OK) return tool_fail(s);
+    struct stat st;
+    if (stat(r->out, &st) == 0)
+        fprintf(stderr, "strix: note: %s exists and will be replaced at the first checkpoint\n",
+                r->out);
+    return setup_buffers(r);
+}
+
+static int start_resumed(run *r, train_flags *f, arg_spec *specs, int n) {
+    strix_checkpoint *ck;
+    strix_status s = strix_checkpoint_open(f->resume, &ck);
+    if (s != STRIX_OK) return tool_fail(s);
+    r->info = *strix_checkpoint_info_of(ck);
+    int rc = check_resume_flags(&r->info, specs, n);
+    if (rc == 0 && r->info.state.step >= r->info.train.steps) {
+        printf("%s already finished its %" PRId64 " steps; nothing to do\n", f->resume,
+               r->info.train.steps);
+        strix_checkpoint_close(ck);
+        return -1;
+    }
+    if (rc == 0) rc = load_corpus(r, r->info.train.data_path, false);
+    if (rc == 0 && (r->corpus.size != r->info.state.data_size ||
+                    r->corpus.hash != r->info.state.data_hash)) {
+        fprintf(stderr, "strix: the corpus %s changed since %s was written (%zu characters now, "
+                        "%" PRIu64 " then); a resumed run needs the same data\n",
+                r->info.train.data_path, f->resume, r->corpus.size, r->info.state.data_size);
+        rc = 1;
+    }
+    if (rc == 0) rc = setup_backend(r, f, args_find(specs, n, "backend")->seen);
+    if (rc == 0) {
+        s = strix_gpt_new(r->be, &r->info.model, &r->gpt);
+        if (s == STRIX_OK) s = strix_checkpoint_restore(ck, r->gpt, true);
+        if (s != STRIX_OK) rc = tool_fail(s);
+    }
+    strix_checkpoint_close(ck);
+    r->info.train.time_limit = f->time;
+    if (rc == 0) rc = setup_buffers(r);
+    return rc;
+}
+
+int cmd_train(int argc, char **argv) {
+    train_flags f = {
+        .out = NULL, .backend = "cpu-blas", .steps = DEFAULT_STEPS, .time = 0.0, .d_model = 128,
+        .layers = 4, .heads = 4, .d_ff = 0, .block = 64, .batch = 16, .threads = 0,
+        .eval_batches = 20, .lr = 1e-3f, .min_lr = 1e-4f, .weight_decay = 0.1f, .clip = 1.0f,
+        .warmup = 100, .eval_every = 250, .stride = 0, .stop_after = 0, .log_every = 50,
+        .seed = 1337, .val_fraction = 0.1,
+    };
+    arg_spec specs[NSPECS];
+    train_specs(&f, specs);
+    int n = NSPECS;
+    int rc = args_parse("train", argc, argv, 2, specs, n);
+    if (rc == 1) {
+        print_train_help(specs, NSPECS);
+        return 0;
+    }
+    if (rc) return rc;
+
+    run r;
+    memset(&r, 0, sizeof r);
+    r.out = f.out ? f.out : (f.resume ? f.resume : "model.safetensors");
+    r.time_limit = f.time;
+    r.stop_after = f.stop_after;
+    r.log_every = f.log_every;
+    r.tty = isatty(STDERR_FILENO);
+    if (strlen(r.out) >= STRIX_PATH_MAX) {
+        fprintf(stderr, "strix train: --out path is too long\n");
+        return 2;
+    }
+    rc = f.resume ? start_resumed(&r, &f, specs, n) : start_new(&r, &f, specs, n);
+    if (rc == 0) rc = check_out_writable(r.out);
+    if (rc == 0) {
+        print_setup(&r, f.resume != NULL);
+        rc = train_loop(&r);
+    }
+    run_free(&r);
+    return rc < 0 ? 0 : rc;
+}
