@@ -473,6 +473,51 @@ static void test_gpt_checkpoint_round_trip(void **state) {
     strix_backend_free(be);
 }
 
+/* strix_checkpoint_probe: a cheap header-only test used before --out replaces a file. */
+static void test_checkpoint_probe(void **state) {
+    strix_backend *be;
+    assert_int_equal(strix_backend_init("cpu", &be), STRIX_OK);
+    strix_gpt_config c = tiny_config();
+    strix_gpt *g;
+    assert_int_equal(strix_gpt_new(be, &c, &g), STRIX_OK);
+    assert_int_equal(strix_gpt_init_weights(g, 7), STRIX_OK);
+    strix_checkpoint_info info = tiny_info(&c);
+    const char *path = in_tmp("probe.safetensors");
+    assert_int_equal(strix_checkpoint_save(path, g, &info), STRIX_OK);
+    assert_int_equal(strix_checkpoint_probe(path), STRIX_OK);
+
+    /* only the header is read: a checkpoint cut short in its data still probes as one */
+    size_t n;
+    unsigned char *bytes = read_all(path, &n);
+    write_all(in_tmp("cut.safetensors"), bytes, n - 16);
+    assert_int_equal(strix_checkpoint_probe(in_tmp("cut.safetensors")), STRIX_OK);
+    /* ... but not one cut inside its header */
+    write_all(in_tmp("cut_header.safetensors"), bytes, 40);
+    assert_int_equal(strix_checkpoint_probe(in_tmp("cut_header.safetensors")), STRIX_ERR_FORMAT);
+    free(bytes);
+
+    /* text, short files, empty files, foreign safetensors, directories, devices: not ours */
+    write_all(in_tmp("text.txt"), "First Citizen:\nBefore we proceed any further, hear me.\n",
+              54);
+    assert_int_equal(strix_checkpoint_probe(in_tmp("text.txt")), STRIX_ERR_FORMAT);
+    assert_non_null(strstr(strix_last_error(), "no safetensors header"));
+    write_all(in_tmp("short"), "abc", 3);
+    assert_int_equal(strix_checkpoint_probe(in_tmp("short")), STRIX_ERR_FORMAT);
+    write_all(in_tmp("empty"), "", 0);
+    assert_int_equal(strix_checkpoint_probe(in_tmp("empty")), STRIX_ERR_FORMAT);
+    assert_int_equal(strix_checkpoint_probe("tests/golden/io/ref-f32.st"), STRIX_ERR_FORMAT);
+    assert_non_null(strstr(strix_last_error(), "not a strix checkpoint"));
+    static const char fake[] = "\x0e\0\0\0\0\0\0\0{\"a\":1, \"b\":[]}";
+    write_all(in_tmp("fake"), fake, sizeof fake - 1);
+    assert_int_equal(strix_checkpoint_probe(in_tmp("fake")), STRIX_ERR_FORMAT);
+    assert_int_equal(strix_checkpoint_probe(tmp_dir), STRIX_ERR_FORMAT);
+    assert_int_equal(strix_checkpoint_probe("/dev/zero"), STRIX_ERR_FORMAT);
+    assert_int_equal(strix_checkpoint_probe(in_tmp("missing")), STRIX_ERR_IO);
+
+    strix_gpt_free(g);
+    strix_backend_free(be);
+}
+
 static void test_gpt_checkpoint_tied_weights_stored_once(void **state) {
     strix_backend *be;
     assert_int_equal(strix_backend_init("cpu", &be), STRIX_OK);
@@ -537,6 +582,7 @@ int main(void) {
         cmocka_unit_test(test_gpt_config_json_round_trip),
         cmocka_unit_test(test_gpt_checkpoint_round_trip),
         cmocka_unit_test(test_gpt_checkpoint_tied_weights_stored_once),
+        cmocka_unit_test(test_checkpoint_probe),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

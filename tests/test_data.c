@@ -135,6 +135,8 @@ static void test_load_directory_sorted_skipping_binary_links_hidden(void **state
     assert_int_equal(c.size, 8);
     assert_int_equal(c.n_files, 2);
     assert_int_equal(c.n_skipped, 6);
+    assert_int_equal(c.n_skipped_text, 3);  /* a.dat, c, empty */
+    assert_int_equal(c.n_skipped_other, 3); /* .hidden, b.u8, sub */
     assert_int_equal(c.vocab.size, 2);
     unsigned char text[8];
     for (size_t i = 0; i < 8; i++) text[i] = c.vocab.bytes[c.ids[i]];
@@ -167,6 +169,57 @@ static void test_load_errors(void **state) {
     assert_int_equal(strix_corpus_load(in_tmp("void"), &c), STRIX_ERR_ARG);
 
     assert_int_equal(strix_corpus_from_bytes((const unsigned char *)"", 0, &c), STRIX_ERR_ARG);
+}
+
+static void test_load_refuses_devices_and_huge_files(void **state) {
+    strix_corpus c;
+    /* /dev/zero would never end: refused from its type before reading */
+    assert_int_equal(strix_corpus_load("/dev/zero", &c), STRIX_ERR_ARG);
+    assert_non_null(strstr(strix_last_error(), "'/dev/zero' is not a regular file"));
+    assert_null(c.ids);
+    assert_int_equal(strix_corpus_load("/dev/urandom", &c), STRIX_ERR_ARG);
+    assert_int_equal(mkfifo(in_tmp("fifo"), 0644), 0);
+    assert_int_equal(strix_corpus_load(in_tmp("fifo"), &c), STRIX_ERR_ARG);
+    assert_non_null(strstr(strix_last_error(), "is not a regular file"));
+
+    /* a sparse file just over the cap is refused from its size, before anything is read */
+    char huge[256];
+    snprintf(huge, sizeof huge, "%s", in_tmp("huge.txt"));
+    FILE *f = fopen(huge, "wb");
+    assert_non_null(f);
+    fclose(f);
+    assert_int_equal(truncate(huge, (off_t)STRIX_CORPUS_MAX_BYTES + 1), 0);
+    assert_int_equal(strix_corpus_load(huge, &c), STRIX_ERR_ARG);
+    assert_non_null(strstr(strix_last_error(), "(1073741825 bytes); the limit is 1 GiB"));
+    assert_null(c.ids);
+
+    /* in a directory, a FIFO, a link to a device and the huge file's link are skipped */
+    assert_int_equal(mkdir(in_tmp("devdir"), 0755), 0);
+    write_file("devdir/text", "hello there", 11);
+    assert_int_equal(mkfifo(in_tmp("devdir/fifo"), 0644), 0);
+    assert_int_equal(symlink("/dev/zero", in_tmp("devdir/zero")), 0);
+    assert_int_equal(symlink(huge, in_tmp("devdir/huge")), 0);
+    write_file("devdir/bin", "\0\0", 2);
+    assert_int_equal(strix_corpus_load(in_tmp("devdir"), &c), STRIX_OK);
+    assert_int_equal(c.size, 11);
+    assert_int_equal(c.n_files, 1);
+    assert_int_equal(c.n_skipped, 4);
+    assert_int_equal(c.n_skipped_text, 1);
+    assert_int_equal(c.n_skipped_other, 3);
+    strix_corpus_free(&c);
+
+    /* a directory whose text files together pass the cap is refused, naming the size */
+    assert_int_equal(mkdir(in_tmp("bigdir"), 0755), 0);
+    write_file("bigdir/a", "some text", 9);
+    char big2[256];
+    snprintf(big2, sizeof big2, "%s", in_tmp("bigdir/b"));
+    f = fopen(big2, "wb");
+    assert_non_null(f);
+    fclose(f);
+    assert_int_equal(truncate(big2, (off_t)STRIX_CORPUS_MAX_BYTES - 4), 0);
+    assert_int_equal(strix_corpus_load(in_tmp("bigdir"), &c), STRIX_ERR_ARG);
+    assert_non_null(strstr(strix_last_error(), "1073741829 bytes; the limit is 1 GiB"));
+    assert_null(c.ids);
 }
 
 // ---- split -------------------------------------------------------------------------------------
@@ -330,6 +383,7 @@ int main(void) {
         cmocka_unit_test(test_load_file),
         cmocka_unit_test(test_load_directory_sorted_skipping_binary_links_hidden),
         cmocka_unit_test(test_load_errors),
+        cmocka_unit_test(test_load_refuses_devices_and_huge_files),
         cmocka_unit_test(test_split_sizes),
         cmocka_unit_test(test_split_tinyshakespeare_like_nanogpt),
         cmocka_unit_test(test_random_batch_deterministic_and_shifted),

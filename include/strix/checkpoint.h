@@ -142,6 +142,13 @@ typedef struct strix_checkpoint strix_checkpoint;
 STRIX_API strix_status strix_checkpoint_open(const char *path, strix_checkpoint **out);
 STRIX_API const strix_checkpoint_info *strix_checkpoint_info_of(const strix_checkpoint *ck);
 
+/* A cheap test of whether `path` holds a strix checkpoint, reading only its header: STRIX_OK when
+ * the safetensors header length fits the file, the header parses as a JSON object and its
+ * __metadata__ says format "strix-gpt" (the tensors and other values are not checked: use
+ * strix_checkpoint_open for that). STRIX_ERR_FORMAT (message says why) for any other file,
+ * STRIX_ERR_IO when it cannot be opened or read, STRIX_ERR_ALLOC. */
+STRIX_API strix_status strix_checkpoint_probe(const char *path);
+
 /* Copies the weights (and, if `optimizer`, the AdamW moments) into `g`, after checking that every
  * parameter of g is present with its shape and that the file holds no other tensor;
  * nothing is written into g unless all checks pass. STRIX_ERR_FORMAT on a mismatch,

@@ -50,18 +50,26 @@ typedef struct strix_corpus {
     strix_vocab vocab;   /* the sorted distinct bytes of the text */
     size_t n_train;      /* ids[0, n_train) train, ids[n_train, size) validation */
     int n_files;         /* text files read */
-    int n_skipped;       /* files of a directory skipped as binary, empty, links or hidden */
+    int n_skipped;       /* entries of a directory skipped (n_skipped_text + n_skipped_other) */
+    int n_skipped_text;  /* ... of them regular files skipped as binary or empty */
+    int n_skipped_other; /* ... of them hidden entries, links, subdirectories, devices, FIFOs */
     uint64_t hash;       /* FNV-1a 64 of the text: tells whether a corpus changed */
 } strix_corpus;
 
-/* Loads `path`: one text file, or every text file directly inside a directory (not recursive),
- * in ascending byte order of their names (strcmp), concatenated without separators. In a
- * directory, hidden entries (".x"), symbolic links, subdirectories, empty files and binary files
- * are skipped (Debian's fortunes ship .dat indexes and .u8 links beside each text). A file is
- * binary when it holds a NUL byte or when more than 10% of its bytes are control characters other
- * than \t \n \v \f \r \b ESC. The split is set to the default 0.9/0.1 (strix_corpus_split).
- * Returns STRIX_ERR_IO (path missing or unreadable), STRIX_ERR_ARG (empty file, binary file given
- * directly, directory without a text file), STRIX_ERR_ALLOC. On error *out is zeroed. */
+/* The largest corpus strix_corpus_load reads (1 GiB of text, a file or a directory's total). */
+#define STRIX_CORPUS_MAX_BYTES ((size_t)1 << 30)
+
+/* Loads `path`: one regular text file, or every text file directly inside a directory (not
+ * recursive), in ascending byte order of their names (strcmp), concatenated without separators.
+ * In a directory, hidden entries (".x"), symbolic links, subdirectories, anything that is not a
+ * regular file (devices, FIFOs, sockets), empty files and binary files are skipped (Debian's
+ * fortunes ship .dat indexes and .u8 links beside each text). A file is binary when it holds a NUL
+ * byte or when more than 10% of its bytes are control characters other than \t \n \v \f \r \b
+ * ESC. The split is set to the default 0.9/0.1 (strix_corpus_split). Returns STRIX_ERR_IO (path
+ * missing or unreadable), STRIX_ERR_ARG (a path that is neither a regular file nor a directory
+ * such as /dev/zero, a corpus over STRIX_CORPUS_MAX_BYTES (checked from the file sizes before
+ * reading), empty file, binary file given directly, directory without a text file),
+ * STRIX_ERR_ALLOC. On error *out is zeroed. */
 STRIX_API strix_status strix_corpus_load(const char *path, strix_corpus *out);
 
 /* Builds a corpus from `n` bytes in memory (tests, prompts). Same vocabulary and split rules;

@@ -8,6 +8,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,18 +36,39 @@ static strix_status buf_reserve(byte_buf *b, size_t extra) {
     return STRIX_OK;
 }
 
-/* Appends the whole file at `path` to b; *added gets its length. */
+/* Appends the whole file at `path` to b; *added gets its length. Refuses (STRIX_ERR_ARG) a file
+ * that is not regular (/dev/zero would grow b without bound) and text that would take b past
+ * STRIX_CORPUS_MAX_BYTES, judged from the file's size before reading and again while reading (a
+ * file that grows meanwhile). */
 static strix_status append_file(const char *path, byte_buf *b, size_t *added) {
     *added = 0;
     FILE *f = fopen(path, "rb");
     if (!f) return strix_error(STRIX_ERR_IO, "cannot open corpus '%s': %s", path, strerror(errno));
+    struct stat st;
     strix_status s = STRIX_OK;
-    for (;;) {
+    if (fstat(fileno(f), &st) != 0)
+        s = strix_error(STRIX_ERR_IO, "cannot stat corpus '%s': %s", path, strerror(errno));
+    else if (!S_ISREG(st.st_mode))
+        s = strix_error(STRIX_ERR_ARG, "'%s' is not a regular file", path);
+    else if ((uint64_t)st.st_size > STRIX_CORPUS_MAX_BYTES)
+        s = strix_error(STRIX_ERR_ARG, "corpus file '%s' is %.2f GiB (%" PRIu64 " bytes); the "
+                        "limit is 1 GiB", path, (double)st.st_size / (double)(1u << 30),
+                        (uint64_t)st.st_size);
+    else if (b->size + (size_t)st.st_size > STRIX_CORPUS_MAX_BYTES)
+        s = strix_error(STRIX_ERR_ARG, "corpus too large: with '%s' it reaches %" PRIu64
+                        " bytes; the limit is 1 GiB (%zu bytes)", path,
+                        (uint64_t)b->size + (uint64_t)st.st_size, STRIX_CORPUS_MAX_BYTES);
+    while (s == STRIX_OK) {
         s = buf_reserve(b, 1 << 16);
         if (s != STRIX_OK) break;
         size_t got = fread(b->data + b->size, 1, b->cap - b->size, f);
         b->size += got;
         *added += got;
+        if (b->size > STRIX_CORPUS_MAX_BYTES) {
+            s = strix_error(STRIX_ERR_ARG, "corpus too large: '%s' grew while being read past "
+                            "the limit of 1 GiB (%zu bytes)", path, STRIX_CORPUS_MAX_BYTES);
+            break;
+        }
         if (got == 0) {
             if (ferror(f))
                 s = strix_error(STRIX_ERR_IO, "cannot read corpus '%s': %s", path,
@@ -78,7 +100,7 @@ static int compare_names(const void *a, const void *b) {
 }
 
 /* Appends every text file directly inside `dir`, in strcmp order of names. */
-static strix_status append_directory(const char *dir, byte_buf *b, int *n_files, int *n_skipped) {
+static strix_status append_directory(const char *dir, byte_buf *b, strix_corpus *out) {
     DIR *d = opendir(dir);
     if (!d) return strix_error(STRIX_ERR_IO, "cannot open directory '%s': %s", dir,
                                strerror(errno));
@@ -108,8 +130,9 @@ static strix_status append_directory(const char *dir, byte_buf *b, int *n_files,
         if (!path) { s = strix_error(STRIX_ERR_ALLOC, "corpus: out of memory"); break; }
         sprintf(path, "%s%s%s", dir, (dir_len && dir[dir_len - 1] == '/') ? "" : "/", name);
         struct stat st;
-        bool take = name[0] != '.' && lstat(path, &st) == 0 && S_ISREG(st.st_mode) &&
-                    st.st_size > 0;
+        /* lstat: a link is skipped, never followed; only regular files are opened. */
+        bool regular = name[0] != '.' && lstat(path, &st) == 0 && S_ISREG(st.st_mode);
+        bool take = regular && st.st_size > 0;
         if (take) {
             size_t start = b->size, added = 0;
             s = append_file(path, b, &added);
@@ -119,8 +142,9 @@ static strix_status append_directory(const char *dir, byte_buf *b, int *n_files,
             }
         }
         if (s == STRIX_OK) {
-            if (take) (*n_files)++;
-            else (*n_skipped)++;
+            if (take) out->n_files++;
+            else if (regular) out->n_skipped_text++;
+            else out->n_skipped_other++;
         }
         free(path);
     }
@@ -158,11 +182,15 @@ strix_status strix_corpus_load(const char *path, strix_corpus *out) {
     byte_buf b = {0};
     strix_status s;
     if (S_ISDIR(st.st_mode)) {
-        s = append_directory(path, &b, &out->n_files, &out->n_skipped);
+        s = append_directory(path, &b, out);
+        out->n_skipped = out->n_skipped_text + out->n_skipped_other;
         if (s == STRIX_OK && out->n_files == 0)
             s = strix_error(STRIX_ERR_ARG,
                             "directory '%s' holds no text files (%d entries skipped: binary, "
-                            "empty, hidden, links or subdirectories)", path, out->n_skipped);
+                            "empty, hidden, links, subdirectories or not regular files)", path,
+                            out->n_skipped);
+    } else if (!S_ISREG(st.st_mode)) {
+        return strix_error(STRIX_ERR_ARG, "'%s' is not a regular file", path);
     } else {
         size_t added = 0;
         s = append_file(path, &b, &added);

@@ -5,12 +5,15 @@
  * Does not decide what a resumed run may change (the strix tool does) and never loads anything
  * on its own: a checkpoint is read only when a caller names its path.
  */
+#define _POSIX_C_SOURCE 200809L
+
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <cjson/cJSON.h>
 
@@ -456,6 +459,49 @@ strix_status strix_checkpoint_open(const char *path, strix_checkpoint **out) {
 
 const strix_checkpoint_info *strix_checkpoint_info_of(const strix_checkpoint *ck) {
     return &ck->info;
+}
+
+/* The largest header strix_checkpoint_probe reads (the safetensors reader's limit). */
+#define PROBE_HEADER_MAX ((uint64_t)100 << 20)
+
+strix_status strix_checkpoint_probe(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return strix_error(STRIX_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
+    unsigned char len_bytes[8];
+    strix_status s = STRIX_OK;
+    char *header = NULL;
+    uint64_t header_len = 0, size = 0;
+    struct stat st;
+    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode))
+        s = strix_error(STRIX_ERR_FORMAT, "'%s' is not a regular file", path);
+    else if ((size = (uint64_t)st.st_size) < 8 || fread(len_bytes, 1, 8, f) != 8)
+        s = strix_error(STRIX_ERR_FORMAT, "'%s' is too short for a safetensors file", path);
+    if (s == STRIX_OK) {
+        for (int b = 0; b < 8; b++) header_len |= (uint64_t)len_bytes[b] << (8 * b);
+        if (header_len < 2 || header_len > size - 8 || header_len > PROBE_HEADER_MAX)
+            s = strix_error(STRIX_ERR_FORMAT, "'%s' has no safetensors header", path);
+    }
+    if (s == STRIX_OK && !(header = malloc((size_t)header_len)))
+        s = strix_error(STRIX_ERR_ALLOC, "out of memory reading '%s'", path);
+    if (s == STRIX_OK && fread(header, 1, (size_t)header_len, f) != (size_t)header_len)
+        s = strix_error(STRIX_ERR_IO, "cannot read '%s': %s", path,
+                        ferror(f) ? strerror(errno) : "file shrank");
+    fclose(f);
+    if (s != STRIX_OK) {
+        free(header);
+        return s;
+    }
+    cJSON *root = header[0] == '{' ? cJSON_ParseWithLength(header, (size_t)header_len) : NULL;
+    const cJSON *meta = cJSON_GetObjectItemCaseSensitive(root, "__metadata__");
+    const cJSON *format = cJSON_GetObjectItemCaseSensitive(meta, "format");
+    if (!cJSON_IsObject(root))
+        s = strix_error(STRIX_ERR_FORMAT, "'%s' has no safetensors header", path);
+    else if (!cJSON_IsString(format) || strcmp(format->valuestring, FORMAT_NAME) != 0)
+        s = strix_error(STRIX_ERR_FORMAT, "'%s' is not a strix checkpoint (format '%.40s')",
+                        path, cJSON_IsString(format) ? format->valuestring : "none");
+    cJSON_Delete(root);
+    free(header);
+    return s;
 }
 
 // ---- restore -----------------------------------------------------------------------------------

@@ -25,4 +25,28 @@ for flag in model prompt tokens temperature top-k top-p seed; do
     grep -q -- "--$flag" sample.txt || fail "sample --help lacks --$flag"
 done
 grep -q "2000" train.txt && ok "train --help names the default step count" || fail "no 2000"
+# the flags --resume accepts, as the code accepts them
+"$STRIX" train --help | tr '\n' ' ' | grep -q -- "--out, --threads, --time, --backend, --log-every and --stop-after" \
+    && ok "train --help lists the flags allowed with --resume" || fail "resume flag list"
+grep -q "same backend is bit-identical" train.txt && grep -q "within rounding" train.txt \
+    && ok "train --help: same backend bit-identical, another backend to rounding" \
+    || fail "train --help does not qualify resuming on another backend"
+grep -q -- "--steps and --time combine" train.txt && ok "train --help: --steps and --time combine" \
+    || fail "train --help: --steps/--time"
+for flag in data out threads time backend log-every stop-after; do
+    case $flag in
+        data) extra=(--data "$SHAKESPEARE") ;;
+        out) extra=(--out r2.st) ;;
+        threads) extra=(--threads 1) ;;
+        time) extra=(--time 100) ;;
+        backend) extra=(--backend cpu-blas) ;;
+        log-every) extra=(--log-every 7) ;;
+        stop-after) extra=(--stop-after 3) ;;
+    esac
+    [ -f r.st ] || "$STRIX" train --data "$SHAKESPEARE" "${TINY[@]}" --steps 4 --eval-every 2 \
+        --eval-batches 2 --out r.st --stop-after 2 >/dev/null 2>&1
+    cp r.st r1.st
+    "$STRIX" train --resume r1.st "${extra[@]}" >/dev/null 2>resume.err \
+        && ok "--resume accepts --$flag" || fail "--resume refuses --$flag: $(cat resume.err)"
+done
 finish

@@ -5,6 +5,8 @@
  */
 #define _POSIX_C_SOURCE 200809L
 
+#include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -49,12 +51,23 @@ int main(int argc, char **argv) {
         return 2;
     }
     const char *cmd = argv[1];
+    bool info = strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 ||
+                strcmp(cmd, "help") == 0 || strcmp(cmd, "--version") == 0;
+    if (info && argc > 2) {
+        fprintf(stderr, "strix: %s takes no arguments (got '%s'); for a command's flags use "
+                        "strix train --help or strix sample --help\n", cmd, argv[2]);
+        return 2;
+    }
     if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
         print_help(stdout);
         return 0;
     }
     if (strcmp(cmd, "--version") == 0) {
         printf("strix %s\n", STRIX_TOOL_VERSION);
+        if (fflush(stdout) != 0) {
+            fprintf(stderr, "strix: cannot write the version: %s\n", strerror(errno));
+            return 1;
+        }
         return 0;
     }
     if (strcmp(cmd, "train") == 0) return cmd_train(argc, argv);

@@ -11,6 +11,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -105,6 +106,7 @@ static int generate(strix_gpt *g, const strix_vocab *vocab, const sample_flags *
     strix_rng_seed(&rng, f->seed);
     sampler_opts opts = {.temperature = f->temperature, .top_k = f->top_k, .top_p = f->top_p};
     bool tty = isatty(STDOUT_FILENO);
+    int write_err = 0; /* errno of the first failed write to stdout */
     for (int i = 0; i < f->tokens && s == STRIX_OK; i++) {
         int32_t next;
         s = sampler_pick(logits, c->vocab_size, &opts, &rng, &next);
@@ -112,6 +114,10 @@ static int generate(strix_gpt *g, const strix_vocab *vocab, const sample_flags *
         hist[len++] = next;
         fputc(vocab->bytes[next], stdout);
         if (tty) fflush(stdout);
+        if (ferror(stdout)) { /* reported below: no use generating what cannot be written */
+            write_err = errno;
+            break;
+        }
         if (i + 1 == f->tokens) break; /* the last byte needs no logits */
         if ((size_t)strix_gpt_decode_pos(g) >= T)
             s = prime(g, hist, len, refill, logits);
@@ -119,10 +125,18 @@ static int generate(strix_gpt *g, const strix_vocab *vocab, const sample_flags *
             s = strix_gpt_decode_step(g, next, logits);
     }
     if (tty && s == STRIX_OK) fputc('\n', stdout);
-    fflush(stdout);
+    errno = 0;
+    if (fflush(stdout) != 0 && !write_err) write_err = errno;
+    bool write_failed = ferror(stdout) != 0;
     free(hist);
     free(logits);
-    return s == STRIX_OK ? 0 : tool_fail(s);
+    if (s != STRIX_OK) return tool_fail(s);
+    if (write_failed) {
+        fprintf(stderr, "strix: cannot write the sample: %s\n",
+                write_err ? strerror(write_err) : "write error on standard output");
+        return 1;
+    }
+    return 0;
 }
 
 int cmd_sample(int argc, char **argv) {

@@ -9,7 +9,7 @@
  * (so evaluating and saving never perturb training). Does not auto-load anything: a checkpoint is
  * read only with --resume.
  */
-#define _POSIX_C_SOURCE 200809L
+#define _XOPEN_SOURCE 700 /* POSIX 2008 with realpath */
 
 #include <inttypes.h>
 #include <math.h>
@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "args.h"
@@ -41,13 +42,14 @@ typedef struct train_flags {
     int d_model, layers, heads, d_ff, block, batch, threads, eval_batches;
     float lr, min_lr, weight_decay, clip;
     int64_t warmup, eval_every, stride, stop_after, log_every;
+    double save_delay;
     uint64_t seed;
     double val_fraction;
     bool rope, relu, tie, sequential;
 } train_flags;
 
 #define BIG 1e300
-#define NSPECS 30
+#define NSPECS 31
 
 /* Fills specs (NSPECS entries) pointing into f. */
 static void train_specs(train_flags *f, arg_spec *s) {
@@ -104,6 +106,8 @@ static void train_specs(train_flags *f, arg_spec *s) {
              "steps between progress lines when stderr is not a terminal (default 50)"),
         TESTING_FLAG("stop-after", ARG_I64, &f->stop_after, 1, BIG, 0, "N",
              "behave as if interrupted (Ctrl-C) right after step N: save and exit 0"),
+        TESTING_FLAG("save-delay", ARG_DOUBLE, &f->save_delay, 0, 3600, 0, "SECONDS",
+             "sleep inside every save, where Ctrl-C is held off (default 0)"),
     };
     memcpy(s, table, sizeof table);
 }
@@ -114,17 +118,27 @@ static void print_train_help(arg_spec *specs, int n) {
            "Trains a character-level GPT (bytes are tokens) on PATH: the first (1 - val-fraction)\n"
            "of the text trains, the rest validates. Every --eval-every steps and at the end it\n"
            "prints \"step N: val loss X\" and saves the checkpoint (atomically: a failed run\n"
-           "never damages an existing file). Ctrl-C finishes the current step, saves and exits 0.\n"
+           "never damages an existing file). Ctrl-C finishes the current step, saves and exits 0;\n"
+           "a second Ctrl-C before the save ends the process at once (the last checkpoint stays\n"
+           "intact), and Ctrl-C during the save is held off until the file is complete.\n"
+           "--out must be a new file or a strix checkpoint (it is replaced); an existing file of\n"
+           "another kind, a directory, a path inside the --data directory or --data itself is\n"
+           "refused before training starts.\n"
            "\n");
     args_print_help(stdout, specs, n);
     printf("\n"
-           "--time: the LR schedule still spans --steps; training stops at whichever comes first.\n"
-           "A time-bounded run saves where it stopped (step and planned total are recorded), and\n"
-           "strix train --resume CKPT continues it to the --steps it planned.\n"
-           "--resume: the checkpoint carries weights, optimizer state, step, data stream, corpus\n"
-           "path and hash and every hyper-parameter; the resumed run ends bit-identical to an\n"
-           "uninterrupted one. Only --out, --threads, --time and --backend may be given with it;\n"
-           "flags that would change the run are refused.\n"
+           "--steps and --time combine: the LR schedule always spans --steps, and --time stops\n"
+           "the run earlier if it runs out first. A time-bounded run saves where it stopped (step\n"
+           "and planned total are recorded), and strix train --resume CKPT continues it to the\n"
+           "--steps it planned.\n"
+           "--resume: the checkpoint carries weights, optimizer state, step, data stream, the\n"
+           "corpus's absolute path, size and hash, and every hyper-parameter. Only --out,\n"
+           "--threads, --time, --backend, --log-every and --stop-after may be given with it, plus\n"
+           "--data naming the same corpus (checked by size and hash) when it has moved; other\n"
+           "flags are refused unless they repeat the checkpoint's value.\n"
+           "Resuming on the same backend is bit-identical to an uninterrupted run; resuming on\n"
+           "another --backend continues the run to within rounding (the cpu and cpu-blas GEMMs\n"
+           "round differently), so its numbers drift apart from the original's.\n"
            "Default corpus: the Debian package 'fortunes' (" DEFAULT_CORPUS ").\n");
 }
 
@@ -200,10 +214,10 @@ typedef struct run {
     strix_backend *be;
     strix_gpt *gpt;
     const char *out;
-    double time_limit;
+    double time_limit, save_delay;
     int64_t stop_after, log_every;
     int32_t *ids, *targets;
-    bool tty;
+    bool tty, corpus_is_dir;
 } run;
 
 static volatile sig_atomic_t stop_signal;
@@ -218,15 +232,35 @@ static void run_free(run *r) {
     free(r->targets);
 }
 
-/* Loads the corpus at `path`, applies the split and checks the block fits. */
-static int load_corpus(run *r, const char *path, bool is_default) {
+/* Loads the corpus at `path`, applies the split and checks the block fits. When resuming
+ * (`resume` names the checkpoint), first checks that it is the corpus the run was trained on
+ * (`data_given`: --data named it). */
+static int load_corpus(run *r, const char *path, bool is_default, const char *resume,
+                       bool data_given) {
     struct stat st;
     if (is_default && stat(path, &st) != 0) {
         fprintf(stderr, "strix: default corpus not found: install the Debian package 'fortunes' "
                         "(apt-get install fortunes) or pass --data PATH\n");
         return 1;
     }
+    r->corpus_is_dir = stat(path, &st) == 0 && S_ISDIR(st.st_mode);
     strix_status s = strix_corpus_load(path, &r->corpus);
+    const strix_train_state *then = &r->info.state;
+    if (s == STRIX_OK && resume &&
+        (r->corpus.size != then->data_size || r->corpus.hash != then->data_hash)) {
+        char why[96] = "same size, other text";
+        if (r->corpus.size != then->data_size)
+            snprintf(why, sizeof why, "%zu characters, %" PRIu64 " in the checkpoint",
+                     r->corpus.size, then->data_size);
+        if (data_given)
+            fprintf(stderr, "strix: '%s' is not the corpus of %s (%s); a resumed run needs the "
+                            "same data\n", path, resume, why);
+        else
+            fprintf(stderr, "strix: the corpus %s changed since %s was written (%zu characters "
+                            "now, %" PRIu64 " then); a resumed run needs the same data\n", path,
+                    resume, r->corpus.size, then->data_size);
+        return 1;
+    }
     if (s == STRIX_OK) s = strix_corpus_split(&r->corpus, r->info.train.val_fraction);
     if (s == STRIX_OK) s = strix_corpus_check_block(&r->corpus, r->info.model.block_size);
     return s == STRIX_OK ? 0 : tool_fail(s);
@@ -235,10 +269,16 @@ static int load_corpus(run *r, const char *path, bool is_default) {
 static void print_setup(const run *r, bool resumed) {
     const strix_checkpoint_info *i = &r->info;
     const strix_gpt_config *m = &i->model;
-    printf("corpus %s: %zu characters in %d file%s, vocabulary %d; train %zu, val %zu\n",
-           i->train.data_path, r->corpus.size, r->corpus.n_files, r->corpus.n_files == 1 ? "" : "s",
-           r->corpus.vocab.size, strix_corpus_split_size(&r->corpus, STRIX_SPLIT_TRAIN),
-           strix_corpus_split_size(&r->corpus, STRIX_SPLIT_VAL));
+    const strix_corpus *c = &r->corpus;
+    char skipped[160] = "";
+    if (r->corpus_is_dir)
+        snprintf(skipped, sizeof skipped, " (%d skipped: %d binary or empty, %d hidden, links, "
+                 "subdirectories or not regular files)", c->n_skipped, c->n_skipped_text,
+                 c->n_skipped_other);
+    printf("corpus %s: %zu characters in %d file%s%s, vocabulary %d; train %zu, val %zu\n",
+           i->train.data_path, c->size, c->n_files, c->n_files == 1 ? "" : "s", skipped,
+           c->vocab.size, strix_corpus_split_size(c, STRIX_SPLIT_TRAIN),
+           strix_corpus_split_size(c, STRIX_SPLIT_VAL));
     printf("model: %d layers, d_model %d, %d heads, block %d, %zu parameters; backend %s, "
            "%d threads\n", m->n_layer, m->d_model, m->n_head, m->block_size,
            strix_gpt_params(r->gpt)->total, strix_backend_name(r->be), strix_get_num_threads());
@@ -300,7 +340,31 @@ static void progress(run *r, int64_t step, int64_t first, float loss, double t0,
     fflush(stderr);
 }
 
-static strix_status save(run *r) { return strix_checkpoint_save(r->out, r->gpt, &r->info); }
+static void ignore_stop_signals(void) {
+    signal(SIGINT, SIG_IGN);
+    signal(SIGTERM, SIG_IGN);
+}
+
+/* Saves the checkpoint with SIGINT and SIGTERM blocked, so a Ctrl-C never cuts a save short: one
+ * arriving during the save is delivered after it. Once a stop was asked for, later signals are
+ * ignored (pending ones discarded) so the run can finish saving and report. */
+static strix_status save(run *r) {
+    sigset_t stop_set, old;
+    sigemptyset(&stop_set);
+    sigaddset(&stop_set, SIGINT);
+    sigaddset(&stop_set, SIGTERM);
+    sigprocmask(SIG_BLOCK, &stop_set, &old);
+    if (r->save_delay > 0) {
+        double whole = floor(r->save_delay);
+        struct timespec ts = {.tv_sec = (time_t)whole,
+                              .tv_nsec = (long)((r->save_delay - whole) * 1e9)};
+        while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {}
+    }
+    strix_status s = strix_checkpoint_save(r->out, r->gpt, &r->info);
+    if (stop_signal) ignore_stop_signals();
+    sigprocmask(SIG_SETMASK, &old, NULL);
+    return s;
+}
 
 /* The training loop from the run's current step. */
 static int train_loop(run *r) {
@@ -316,7 +380,7 @@ static int train_loop(run *r) {
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_signal;
-    sa.sa_flags = SA_RESETHAND; /* a second Ctrl-C ends the process at once */
+    sa.sa_flags = SA_RESETHAND; /* a second Ctrl-C mid-step ends the process; save() holds it off */
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
@@ -384,8 +448,9 @@ static int train_loop(run *r) {
             break;
         }
     }
-    signal(SIGINT, SIG_DFL);
-    signal(SIGTERM, SIG_DFL);
+    /* Training is over: what is left (a last evaluation, the save, the report) runs to its end
+     * whatever signals come; the process exits right after. */
+    ignore_stop_signals();
     if (s != STRIX_OK) {
         clear_progress(r);
         return tool_fail(s);
@@ -397,6 +462,7 @@ static int train_loop(run *r) {
         info->state.val_loss = val;
         clear_progress(r);
         printf("step %" PRId64 ": val loss %.4f\n", step, val);
+        fflush(stdout); /* before the stop line on stderr */
     }
     if (!saved_here) {
         s = save(r);
@@ -412,9 +478,13 @@ static int train_loop(run *r) {
                         "(continue with: strix train --resume %s)\n", stopped, step, t->steps,
                 r->out, r->out);
     }
-    printf("%s: %" PRId64 " of %" PRId64 " steps, train loss %.4f, val loss %.4f, %.1f s; "
-           "saved %s\n", step == t->steps ? "done" : "stopped", step, t->steps, (double)loss,
-           info->state.val_loss, elapsed, r->out);
+    char train_text[32] = "n/a (no step run)", val_text[32] = "n/a (no evaluation yet)";
+    if (step > first) snprintf(train_text, sizeof train_text, "%.4f", (double)loss);
+    if (!isnan(info->state.val_loss))
+        snprintf(val_text, sizeof val_text, "%.4f", info->state.val_loss);
+    printf("%s: %" PRId64 " of %" PRId64 " steps, train loss %s, val loss %s, %.1f s; "
+           "saved %s\n", step == t->steps ? "done" : "stopped", step, t->steps, train_text,
+           val_text, elapsed, r->out);
     return 0;
 }
 
@@ -422,8 +492,9 @@ static int train_loop(run *r) {
 
 /* Checks the flags given with --resume against the checkpoint (exit code 2 on a conflict). */
 static int check_resume_flags(const strix_checkpoint_info *ck, arg_spec *specs, int n) {
+    /* --data may name the corpus at another place: its size and hash are checked instead. */
     static const char *allowed[] = {"out", "threads", "time", "backend", "resume", "log-every",
-                                    "stop-after"};
+                                    "stop-after", "save-delay", "data"};
     for (int i = 0; i < n; i++) {
         if (!specs[i].seen) continue;
         bool ok = false;
@@ -441,15 +512,89 @@ static int check_resume_flags(const strix_checkpoint_info *ck, arg_spec *specs, 
     return 0;
 }
 
-/* Fails early (exit 1) when the checkpoint could not be written: creates and removes the very
- * temp file the atomic save will use. */
-static int check_out_writable(const char *out) {
+/* `path` made absolute (realpath) into buf; `path` itself when it cannot be resolved. */
+static void resolve_path(const char *path, char *buf, size_t cap) {
+    char *abs = realpath(path, NULL);
+    snprintf(buf, cap, "%s", abs ? abs : path);
+    free(abs);
+}
+
+/* The directory part of `path` ("." for a bare name). */
+static void parent_of(const char *path, char *buf, size_t cap) {
+    const char *slash = strrchr(path, '/');
+    if (!slash) snprintf(buf, cap, ".");
+    else if (slash == path) snprintf(buf, cap, "/");
+    else snprintf(buf, cap, "%.*s", (int)(slash - path), path);
+}
+
+/* Refuses (exit 2, one line) an --out that the run could not or must not write, before any
+ * training: an empty path, a path ending in '/', a directory or other non-regular file, the
+ * corpus itself or a path inside the corpus directory, an existing file that is not a strix
+ * checkpoint, a missing or unwritable directory (tried by creating and removing the very temp file
+ * the atomic save will use). An existing strix checkpoint may be replaced. `data` is the corpus
+ * path (NULL: none to compare with). */
+static int check_out(const char *out, const char *data) {
+    size_t len = strlen(out);
+    if (len == 0) {
+        fprintf(stderr, "strix train: --out is empty; give the checkpoint's file name\n");
+        return 2;
+    }
+    if (out[len - 1] == '/') {
+        fprintf(stderr, "strix train: --out '%s' ends in '/'; give a file name such as "
+                        "%smodel.safetensors\n", out, out);
+        return 2;
+    }
+    struct stat os, ds;
+    bool exists = stat(out, &os) == 0;
+    if (exists && S_ISDIR(os.st_mode)) {
+        fprintf(stderr, "strix train: --out '%s' is a directory; give a file name such as "
+                        "%s/model.safetensors\n", out, out);
+        return 2;
+    }
+    if (exists && !S_ISREG(os.st_mode)) {
+        fprintf(stderr, "strix train: --out '%s' is not a regular file\n", out);
+        return 2;
+    }
+    char parent[STRIX_PATH_MAX];
+    parent_of(out, parent, sizeof parent);
+    struct stat ps;
+    int parent_err = stat(parent, &ps) != 0 ? errno : S_ISDIR(ps.st_mode) ? 0 : ENOTDIR;
+    if (parent_err) {
+        fprintf(stderr, "strix train: cannot write the checkpoint %s: directory '%s': %s\n", out,
+                parent, parent_err == ENOENT ? "does not exist" : strerror(parent_err));
+        return 2;
+    }
+    if (data && stat(data, &ds) == 0) {
+        if (exists && os.st_dev == ds.st_dev && os.st_ino == ds.st_ino) {
+            fprintf(stderr, "strix train: --out '%s' is the corpus --data '%s'; refusing to "
+                            "overwrite it (choose another --out)\n", out, data);
+            return 2;
+        }
+        if (S_ISDIR(ds.st_mode)) {
+            char abs_parent[STRIX_PATH_MAX], abs_data[STRIX_PATH_MAX];
+            resolve_path(parent, abs_parent, sizeof abs_parent);
+            resolve_path(data, abs_data, sizeof abs_data);
+            size_t n = strlen(abs_data);
+            if (strncmp(abs_parent, abs_data, n) == 0 &&
+                (abs_parent[n] == '\0' || abs_parent[n] == '/' || n == 1)) {
+                fprintf(stderr, "strix train: --out '%s' lies inside the corpus directory '%s'; "
+                                "write the checkpoint elsewhere\n", out, data);
+                return 2;
+            }
+        }
+    }
+    if (exists && strix_checkpoint_probe(out) != STRIX_OK) {
+        fprintf(stderr, "strix train: --out '%s' exists and is not a strix checkpoint; refusing "
+                        "to replace it (remove it or choose another --out)\n", out);
+        return 2;
+    }
     char tmp[STRIX_PATH_MAX + 32];
     snprintf(tmp, sizeof tmp, "%s.tmp.%ld", out, (long)getpid());
     int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL, 0644);
     if (fd < 0) {
-        fprintf(stderr, "strix: cannot write the checkpoint %s: %s\n", out, strerror(errno));
-        return 1;
+        fprintf(stderr, "strix train: cannot write the checkpoint %s: %s\n", out,
+                strerror(errno));
+        return 2;
     }
     close(fd);
     unlink(tmp);
@@ -522,16 +667,25 @@ static int start_new(run *r, train_flags *f, arg_spec *specs, int n) {
     t->eval_batches = f->eval_batches;
     t->val_fraction = f->val_fraction;
     t->sequential = f->sequential;
-    t->stride = args_find(specs, n, "stride")->seen ? f->stride : f->block;
+    bool stride_seen = args_find(specs, n, "stride")->seen;
+    if (stride_seen && !f->sequential) {
+        fprintf(stderr, "strix train: --stride applies only with --sequential (random windows "
+                        "have no stride)\n");
+        return 2;
+    }
+    t->stride = stride_seen ? f->stride : f->block;
     const char *data = f->data ? f->data : DEFAULT_CORPUS;
     if (strlen(data) >= sizeof t->data_path) {
         fprintf(stderr, "strix train: --data path is too long\n");
         return 2;
     }
-    strcpy(t->data_path, data);
-
-    int rc = load_corpus(r, data, f->data == NULL);
+    int rc = check_out(r->out, data);
     if (rc) return rc;
+
+    rc = load_corpus(r, data, f->data == NULL, NULL, false);
+    if (rc) return rc;
+    /* The absolute path, so that --resume finds the corpus from any working directory. */
+    resolve_path(data, t->data_path, sizeof t->data_path);
     m->vocab_size = r->corpus.vocab.size;
     info->vocab = r->corpus.vocab;
     info->state.step = 0;
@@ -546,8 +700,13 @@ static int start_new(run *r, train_flags *f, arg_spec *specs, int n) {
     strix_status s = strix_gpt_new(r->be, m, &r->gpt);
     if (s == STRIX_OK) s = strix_gpt_init_weights(r->gpt, strix_seed_derive(f->seed, 1));
     if (s != STRIX_OK) return tool_fail(s);
+    if (args_find(specs, n, "warmup")->seen && t->warmup > t->steps)
+        fprintf(stderr, "strix: warning: --warmup %" PRId64 " exceeds --steps %" PRId64 ": the "
+                        "learning rate only reaches %g of --lr %g and never decays\n",
+                t->warmup, t->steps, (double)t->lr * (double)t->steps / (double)t->warmup,
+                (double)t->lr);
     struct stat st;
-    if (stat(r->out, &st) == 0)
+    if (stat(r->out, &st) == 0) /* a strix checkpoint: check_out refused anything else */
         fprintf(stderr, "strix: note: %s exists and will be replaced at the first checkpoint\n",
                 r->out);
     return setup_buffers(r);
@@ -559,20 +718,8 @@ static int start_resumed(run *r, train_flags *f, arg_spec *specs, int n) {
     if (s != STRIX_OK) return tool_fail(s);
     r->info = *strix_checkpoint_info_of(ck);
     int rc = check_resume_flags(&r->info, specs, n);
-    if (rc == 0 && r->info.state.step >= r->info.train.steps) {
-        printf("%s already finished its %" PRId64 " steps; nothing to do\n", f->resume,
-               r->info.train.steps);
-        strix_checkpoint_close(ck);
-        return -1;
-    }
-    if (rc == 0) rc = load_corpus(r, r->info.train.data_path, false);
-    if (rc == 0 && (r->corpus.size != r->info.state.data_size ||
-                    r->corpus.hash != r->info.state.data_hash)) {
-        fprintf(stderr, "strix: the corpus %s changed since %s was written (%zu characters now, "
-                        "%" PRIu64 " then); a resumed run needs the same data\n",
-                r->info.train.data_path, f->resume, r->corpus.size, r->info.state.data_size);
-        rc = 1;
-    }
+    /* The whole checkpoint is checked (every tensor present with its shape) even when the run is
+     * finished: a damaged file is reported, never called finished. */
     if (rc == 0) rc = setup_backend(r, f, args_find(specs, n, "backend")->seen);
     if (rc == 0) {
         s = strix_gpt_new(r->be, &r->info.model, &r->gpt);
@@ -580,9 +727,32 @@ static int start_resumed(run *r, train_flags *f, arg_spec *specs, int n) {
         if (s != STRIX_OK) rc = tool_fail(s);
     }
     strix_checkpoint_close(ck);
-    r->info.train.time_limit = f->time;
-    if (rc == 0) rc = setup_buffers(r);
-    return rc;
+    if (rc) return rc;
+    if (r->info.state.step >= r->info.train.steps) {
+        printf("%s already finished its %" PRId64 " steps; nothing to do\n", f->resume,
+               r->info.train.steps);
+        return -1;
+    }
+    strix_train_config *t = &r->info.train;
+    const char *data = f->data ? f->data : t->data_path;
+    struct stat st;
+    if (!f->data && stat(data, &st) != 0 && errno == ENOENT) {
+        fprintf(stderr, "strix: the corpus '%s' of %s no longer exists; if it moved, pass "
+                        "--data PATH (its size and hash are checked)\n", data, f->resume);
+        return 1;
+    }
+    if (strlen(data) >= sizeof t->data_path) {
+        fprintf(stderr, "strix train: --data path is too long\n");
+        return 2;
+    }
+    rc = check_out(r->out, data);
+    if (rc == 0) rc = load_corpus(r, data, false, f->resume, f->data != NULL);
+    if (rc) return rc;
+    char where[STRIX_PATH_MAX];
+    resolve_path(data, where, sizeof where); /* where the corpus is now, for the next resume */
+    strcpy(t->data_path, where);
+    t->time_limit = f->time;
+    return setup_buffers(r);
 }
 
 int cmd_train(int argc, char **argv) {
@@ -591,6 +761,7 @@ int cmd_train(int argc, char **argv) {
         .layers = 4, .heads = 4, .d_ff = 0, .block = 64, .batch = 16, .threads = 0,
         .eval_batches = 20, .lr = 1e-3f, .min_lr = 1e-4f, .weight_decay = 0.1f, .clip = 1.0f,
         .warmup = 100, .eval_every = 250, .stride = 0, .stop_after = 0, .log_every = 50,
+        .save_delay = 0.0,
         .seed = 1337, .val_fraction = 0.1,
     };
     arg_spec specs[NSPECS];
@@ -609,13 +780,13 @@ int cmd_train(int argc, char **argv) {
     r.time_limit = f.time;
     r.stop_after = f.stop_after;
     r.log_every = f.log_every;
+    r.save_delay = f.save_delay;
     r.tty = isatty(STDERR_FILENO);
     if (strlen(r.out) >= STRIX_PATH_MAX) {
         fprintf(stderr, "strix train: --out path is too long\n");
         return 2;
     }
     rc = f.resume ? start_resumed(&r, &f, specs, n) : start_new(&r, &f, specs, n);
-    if (rc == 0) rc = check_out_writable(r.out);
     if (rc == 0) {
         print_setup(&r, f.resume != NULL);
         rc = train_loop(&r);
