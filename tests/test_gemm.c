@@ -179,7 +179,7 @@ static void test_gemm_threads_bit_identical(void **state) {
 /* gemm_batched against the float loop (own kernel: bit-exact; BLAS: the rounding bound via a
  * double loop), with ld > row width, strides with gaps, alpha, beta, and sentinels in the gaps. */
 static bool check_batched(strix_backend *be, bool own, size_t m, size_t k, size_t n, bool ta,
-                          bool tb, size_t batch, float alpha, float beta) {
+                          bool tb, size_t batch, float alpha, float beta, strix_gemm_skip skip) {
     size_t a_rows = ta ? k : m, a_cols = ta ? m : k, b_rows = tb ? n : k, b_cols = tb ? k : n;
     size_t lda = a_cols + 3, ldb = b_cols + 5, ldc = n + 2;
     size_t stride_a = a_rows * lda + 7, stride_b = b_rows * ldb + 1, stride_c = m * ldc + 4;
@@ -190,6 +190,12 @@ static bool check_batched(strix_backend *be, bool own, size_t m, size_t k, size_
     tl_fill_uniform(a, size_a, 21, -1.0f, 1.0f);
     tl_fill_uniform(b, size_b, 22, -1.0f, 1.0f);
     tl_fill_uniform(c, size_c, 23, -1.0f, 1.0f);
+    /* the zeros that A_LOWER / A_UPPER promise: op(A)[r][p] = 0 above / below the diagonal */
+    for (size_t i = 0; i < batch && (skip == STRIX_GEMM_A_LOWER || skip == STRIX_GEMM_A_UPPER); i++)
+        for (size_t r = 0; r < m; r++)
+            for (size_t p = 0; p < k; p++)
+                if (skip == STRIX_GEMM_A_LOWER ? p > r : p < r)
+                    a[i * stride_a + (ta ? p * lda + r : r * lda + p)] = 0.0f;
     for (size_t i = 0; i < batch; i++) { /* beta 0: the C blocks hold NaN, gaps hold values */
         for (size_t r = 0; r < m && beta == 0.0f; r++)
             for (size_t j = 0; j < n; j++) c[i * stride_c + r * ldc + j] = NAN;
@@ -204,19 +210,25 @@ static bool check_batched(strix_backend *be, bool own, size_t m, size_t k, size_
         .a = da, .lda = lda, .stride_a = stride_a, .ta = ta,
         .b = db, .ldb = ldb, .stride_b = stride_b, .tb = tb,
         .c = dc, .ldc = ldc, .stride_c = stride_c,
-        .m = m, .k = k, .n = n, .batch = batch, .alpha = alpha, .beta = beta,
+        .m = m, .k = k, .n = n, .batch = batch, .alpha = alpha, .beta = beta, .skip = skip,
     };
     OK(strix_gemm_batched(be, &g));
     tl_download(be, got, dc, size_c * 4);
+    for (size_t i = 0; i < batch && skip == STRIX_GEMM_OUT_LOWER; i++) /* j > r: unspecified */
+        for (size_t r = 0; r < m; r++)
+            for (size_t j = r + 1; j < n; j++)
+                got[i * stride_c + r * ldc + j] = want[i * stride_c + r * ldc + j];
     char label[160];
-    snprintf(label, sizeof label, "%s batched %zux%zux%zu ta=%d tb=%d batch=%zu beta=%g",
-             strix_backend_name(be), m, k, n, ta, tb, batch, beta);
+    snprintf(label, sizeof label, "%s batched %zux%zux%zu ta=%d tb=%d batch=%zu beta=%g skip=%d",
+             strix_backend_name(be), m, k, n, ta, tb, batch, beta, (int)skip);
     bool ok = own ? tl_check_bits(label, got, want, size_c)
                   : tl_check_close(label, got, want, size_c, 1e-5, 1e-3);
     strix_free(be, da), strix_free(be, db), strix_free(be, dc);
     free(a), free(b), free(c), free(want), free(got);
     return ok;
 }
+
+#define FULL STRIX_GEMM_FULL
 
 static void test_gemm_batched(void **state) {
     (void)state;
@@ -226,10 +238,23 @@ static void test_gemm_batched(void **state) {
         bool own = strcmp(tl_backend_names[bi], "cpu") == 0;
         for (int t = 0; t < 4; t++) {
             bool ta = t & 1, tb = t & 2;
-            assert_true(check_batched(be, own, 64, 32, 64, ta, tb, 7, 0.125f, 0.0f));
-            assert_true(check_batched(be, own, 17, 33, 29, ta, tb, 1, 1.0f, 0.5f));
-            assert_true(check_batched(be, own, 17, 33, 29, ta, tb, 5, -2.0f, 1.0f));
-            assert_true(check_batched(be, own, 130, 260, 140, ta, tb, 2, 1.0f, 0.0f));
+            assert_true(check_batched(be, own, 64, 32, 64, ta, tb, 7, 0.125f, 0.0f, FULL));
+            assert_true(check_batched(be, own, 17, 33, 29, ta, tb, 1, 1.0f, 0.5f, FULL));
+            assert_true(check_batched(be, own, 17, 33, 29, ta, tb, 5, -2.0f, 1.0f, FULL));
+            assert_true(check_batched(be, own, 130, 260, 140, ta, tb, 2, 1.0f, 0.0f, FULL));
+        }
+        /* causal skips: attention's shapes, odd sizes, and one item big enough to be split
+         * across threads by rows (130 x 140) or by columns (40 x 300); bit-exact on "cpu" */
+        static const strix_gemm_skip skips[] = {STRIX_GEMM_OUT_LOWER, STRIX_GEMM_A_LOWER,
+                                                STRIX_GEMM_A_UPPER};
+        for (int t = 0; t < 12; t++) {
+            bool ta = t & 1, tb = t & 2;
+            strix_gemm_skip skip = skips[t / 4];
+            assert_true(check_batched(be, own, 64, 64, 32, ta, tb, 5, 1.0f, 0.0f, skip));
+            assert_true(check_batched(be, own, 64, 32, 64, ta, tb, 3, 0.5f, 1.0f, skip));
+            assert_true(check_batched(be, own, 17, 19, 29, ta, tb, 2, 1.0f, 0.0f, skip));
+            assert_true(check_batched(be, own, 130, 300, 140, ta, tb, 1, 1.0f, 0.0f, skip));
+            assert_true(check_batched(be, own, 40, 300, 300, ta, tb, 1, 1.0f, 0.5f, skip));
         }
         strix_backend_free(be);
     }

@@ -672,6 +672,30 @@ static void test_beta_zero_ignores_nan(void **state) {
     }
 }
 
+/* Our own expf/erff (kernels/mathf.h) at the edges of their range: exact limits, NaN kept. */
+static void test_exp_gelu_edges(void **state) {
+    (void)state;
+    const float x[] = {NAN, -INFINITY, INFINITY, -100.0f, 100.0f, 0.0f, -87.0f, 88.0f};
+    FOR_EACH_BACKEND(be) {
+        float *dx = up(be, x, 8), *dy = up(be, x, 8);
+        float got[8];
+        OK(strix_elementwise(be, STRIX_ACT_EXP, dx, dy, 8));
+        down(be, got, dy, 8);
+        assert_true(isnan(got[0]));
+        /* exp(-100) = 3.8e-44 is subnormal: libm keeps it, mathf.h (softmax, GELU) flushes it */
+        assert_true(got[1] == 0.0f && got[2] == INFINITY && got[3] >= 0.0f && got[3] < 1e-40f);
+        assert_true(got[4] == INFINITY && got[5] == 1.0f);
+        assert_true(fabs(got[6] / exp(-87.0) - 1.0) < 2.4e-7); /* 1 ulp ~ 1.2e-7 relative */
+        assert_true(fabs(got[7] / exp(88.0) - 1.0) < 2.4e-7);
+        OK(strix_elementwise(be, STRIX_ACT_GELU, dx, dy, 8));
+        down(be, got, dy, 8);
+        assert_true(isnan(got[0]) && isnan(got[1])); /* PyTorch: gelu(-inf) = -inf·0 = nan */
+        assert_true(got[2] == INFINITY && got[3] == 0.0f);
+        assert_true(got[4] == 100.0f && got[5] == 0.0f);
+        strix_free(be, dx), strix_free(be, dy);
+    }
+}
+
 static void test_registry_and_unsupported(void **state) {
     (void)state;
     strix_backend *be = NULL;
@@ -721,6 +745,7 @@ int main(void) {
         cmocka_unit_test(test_dropout_mask),
         cmocka_unit_test(test_reductions),
         cmocka_unit_test(test_beta_zero_ignores_nan),
+        cmocka_unit_test(test_exp_gelu_edges),
         cmocka_unit_test(test_registry_and_unsupported),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

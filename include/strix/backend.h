@@ -71,18 +71,31 @@ STRIX_API strix_status strix_gemm_ex(strix_backend *be, const float *a, bool ta,
                                      bool tb, float *out, size_t m, size_t k, size_t n,
                                      float beta);
 
+/* strix: zero structure of causal attention's products that a backend may use to skip work
+ * (`skip`; the zero value FULL means none). The caller guarantees the zeros. Skipped terms are
+ * exact zeros of the ascending sum, so the own kernel gives the same bits as without the hint
+ * (unless B holds inf/NaN facing those zeros); backends may ignore it. Row/column indices are
+ * those of the whole item (i < m, p < k, j < n):
+ *   OUT_LOWER  only C[i][j] with j <= i is wanted; C above the diagonal is unspecified on return.
+ *   A_LOWER    op(A)[i][p] == 0 for p > i (P·V, dS·K with causal P, dS).
+ *   A_UPPER    op(A)[i][p] == 0 for p < i (Pᵀ·dY, dSᵀ·Q). */
+typedef enum strix_gemm_skip {
+    STRIX_GEMM_FULL, STRIX_GEMM_OUT_LOWER, STRIX_GEMM_A_LOWER, STRIX_GEMM_A_UPPER
+} strix_gemm_skip;
+
 /* strix: a batch of GEMMs with leading dimensions and batch strides (in elements), like
  * cublasSgemmStridedBatched in row-major terms: for i < batch,
  *   C_i (m,n, row stride ldc) = alpha·op(A_i)·op(B_i) + beta·C_i,
  * A_i = a + i·stride_a with row stride lda (rows of the stored matrix), likewise B_i and C_i.
  * It lets attention read head slices of a (B,T,3C) buffer in place. Same order and beta rule as
- * strix_gemm_ex. */
+ * strix_gemm_ex; `skip` (default FULL) describes causal zeros, above. */
 typedef struct strix_gemm_batch {
     const float *a; size_t lda, stride_a; bool ta;
     const float *b; size_t ldb, stride_b; bool tb;
     float *c; size_t ldc, stride_c;
     size_t m, k, n, batch;
     float alpha, beta;
+    strix_gemm_skip skip;
 } strix_gemm_batch;
 STRIX_API strix_status strix_gemm_batched(strix_backend *be, const strix_gemm_batch *g);
 

@@ -10,6 +10,7 @@
 
 #include "strix/backend.h"
 #include "kernels/common.h"
+#include "kernels/mathf.h"
 
 #define STRIX_GELU_TANH_K 0.7978845608f /* sqrt(2/pi) */
 #define STRIX_GELU_TANH_C 0.044715f
@@ -18,6 +19,21 @@
 
 /* Logistic sigmoid 1/(1+e^-x). */
 STRIX_HD static inline float strix_sigmoidf(float x) { return 1.0f / (1.0f + expf(-x)); }
+
+/* GELU (erf form) x·Φ(x) = 0.5·x·(1 + erf(x/√2)), on the branch-free erf of kernels/mathf.h so
+ * the CPU loop vectorises. */
+STRIX_HD static inline float strix_gelu_forward(float x) {
+    return 0.5f * x * (1.0f + strix_kernel_erff(x * STRIX_INV_SQRT2));
+}
+
+/* grad_out·(Φ(x) + x·φ(x)); e^(−z²), z = x/√2, serves both erf(z) and φ(x) = e^(−x²/2)/√(2π). */
+STRIX_HD static inline float strix_gelu_backward(float x, float grad_out) {
+    float z = x * STRIX_INV_SQRT2;
+    float e = strix_kernel_expf(-(z * z));
+    float cdf = 0.5f * (1.0f + strix_kernel_erff_e(z, e));
+    float pdf = STRIX_INV_SQRT_2PI * e;
+    return grad_out * (cdf + x * pdf);
+}
 
 /* f(x) for activation `op`. RELU is x < 0 ? 0 : x, so NaN and -0 pass through (as torch.relu). */
 STRIX_HD static inline float strix_act_forward(strix_act op, float x) {
@@ -32,7 +48,7 @@ STRIX_HD static inline float strix_act_forward(strix_act op, float x) {
         float inner = STRIX_GELU_TANH_K * (x + STRIX_GELU_TANH_C * x * x * x);
         return 0.5f * x * (1.0f + tanhf(inner));
     }
-    case STRIX_ACT_GELU: return 0.5f * x * (1.0f + erff(x * STRIX_INV_SQRT2));
+    case STRIX_ACT_GELU: return strix_gelu_forward(x);
     }
     return x;
 }
@@ -62,12 +78,7 @@ STRIX_HD static inline float strix_act_backward(strix_act op, float x, float gra
         float du = STRIX_GELU_TANH_K * (1.0f + 3.0f * STRIX_GELU_TANH_C * x2);
         return grad_out * (0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * du);
     }
-    case STRIX_ACT_GELU: {
-        /* Φ(x) + x·φ(x) */
-        float cdf = 0.5f * (1.0f + erff(x * STRIX_INV_SQRT2));
-        float pdf = STRIX_INV_SQRT_2PI * expf(-0.5f * x * x);
-        return grad_out * (cdf + x * pdf);
-    }
+    case STRIX_ACT_GELU: return strix_gelu_backward(x, grad_out);
     }
     return grad_out;
 }

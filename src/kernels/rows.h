@@ -6,12 +6,14 @@
  * the columns in ascending order from 0.0f. Aliasing rules are the public ones of
  * include/strix/backend.h: each function reads an element before it writes the same index, so
  * out == in is safe wherever the API allows it. Rows whose every entry is -inf carry "no mass"
- * (spec/decisions.md): softmax gives zeros, logsumexp gives -inf.
+ * (spec/decisions.md): softmax gives zeros, logsumexp gives -inf. Exponentials are
+ * strix_kernel_expf (kernels/mathf.h), computed in a loop of their own so that it vectorises.
  */
 #ifndef STRIX_KERNELS_ROWS_H
 #define STRIX_KERNELS_ROWS_H
 
 #include "kernels/common.h"
+#include "kernels/mathf.h"
 
 /* Largest entry of x[0..cols) (NaN entries are skipped); -inf for an empty or all -inf row. */
 STRIX_HD static inline float strix_row_max(const float *x, size_t cols) {
@@ -30,10 +32,8 @@ STRIX_HD static inline void strix_softmax_row(const float *in, float *out, size_
         return;
     }
     float total = 0.0f;
-    for (size_t j = 0; j < cols; j++) {
-        out[j] = expf(in[j] - row_max);
-        total += out[j];
-    }
+    for (size_t j = 0; j < cols; j++) out[j] = strix_kernel_expf(in[j] - row_max);
+    for (size_t j = 0; j < cols; j++) total += out[j];
     for (size_t j = 0; j < cols; j++) out[j] = out[j] / total;
 }
 
@@ -50,7 +50,7 @@ STRIX_HD static inline float strix_logsumexp_row(const float *in, size_t cols) {
     float row_max = strix_row_max(in, cols);
     if (isinf(row_max)) return row_max;
     float total = 0.0f;
-    for (size_t j = 0; j < cols; j++) total += expf(in[j] - row_max);
+    for (size_t j = 0; j < cols; j++) total += strix_kernel_expf(in[j] - row_max);
     return row_max + logf(total);
 }
 
@@ -114,10 +114,8 @@ STRIX_HD static inline void strix_attn_causal_row_forward(const float *scores, f
         return;
     }
     float total = 0.0f;
-    for (size_t j = 0; j < visible; j++) {
-        probs[j] = expf(scale * scores[j] - row_max);
-        total += probs[j];
-    }
+    for (size_t j = 0; j < visible; j++) probs[j] = strix_kernel_expf(scale * scores[j] - row_max);
+    for (size_t j = 0; j < visible; j++) total += probs[j];
     for (size_t j = 0; j < visible; j++) probs[j] = probs[j] / total;
     for (size_t j = visible; j < T; j++) probs[j] = 0.0f;
 }
@@ -153,11 +151,11 @@ STRIX_HD static inline float strix_cross_entropy_row(const float *logits, int32_
         return INFINITY;
     }
     float total = 0.0f;
-    for (size_t j = 0; j < V; j++) total += expf(logits[j] - row_max);
+    for (size_t j = 0; j < V; j++) total += strix_kernel_expf(logits[j] - row_max);
     float loss = (row_max + logf(total)) - logits[target];
     if (dlogits) {
         for (size_t j = 0; j < V; j++) {
-            float prob = expf(logits[j] - row_max) / total;
+            float prob = strix_kernel_expf(logits[j] - row_max) / total;
             float onehot = (size_t)target == j ? 1.0f : 0.0f;
             dlogits[j] = (prob - onehot) * grad_scale;
         }

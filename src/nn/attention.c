@@ -8,7 +8,8 @@
  * strix_gemm_batched (row stride 3C, batch stride T·3C), and P·V is written straight into the
  * head's column slice of the (B,T,C) buffer that feeds c_proj, so there is no split/merge copy.
  * Probabilities are stored (NH, B, T, T): head h's B blocks are contiguous, so one fused causal
- * softmax per head covers them with the head's own scale 1/sqrt(hs_h).
+ * softmax per head covers them with the head's own scale 1/sqrt(hs_h). The products tell the
+ * backend their causal zeros (strix_gemm_skip), so the own GEMM skips most of the upper triangle.
  *
  * Not here: dropout, padding masks, GQA, relevance.
  */
@@ -191,7 +192,8 @@ strix_status strix_attention_forward(strix_attention *m, const strix_tensor *x,
             .a = qkv + off, .lda = 3 * C, .stride_a = T * 3 * C, .ta = false,
             .b = qkv + C + off, .ldb = 3 * C, .stride_b = T * 3 * C, .tb = true,
             .c = att, .ldc = T, .stride_c = T * T,
-            .m = T, .k = hs, .n = T, .batch = B, .alpha = 1.0f, .beta = 0.0f};
+            .m = T, .k = hs, .n = T, .batch = B, .alpha = 1.0f, .beta = 0.0f,
+            .skip = STRIX_GEMM_OUT_LOWER};
         STRIX_TRY(strix_gemm_batched(be, &s));
         STRIX_TRY(strix_attn_softmax_causal(be, att, att, B, T, head_scale((int)hs)));
         // y_h (T,hs) = P (T,T) · v_h (T,hs), written at the head's columns of (B,T,C)
@@ -199,7 +201,8 @@ strix_status strix_attention_forward(strix_attention *m, const strix_tensor *x,
             .a = att, .lda = T, .stride_a = T * T, .ta = false,
             .b = qkv + 2 * C + off, .ldb = 3 * C, .stride_b = T * 3 * C, .tb = false,
             .c = m->y.data + off, .ldc = C, .stride_c = T * C,
-            .m = T, .k = T, .n = hs, .batch = B, .alpha = 1.0f, .beta = 0.0f};
+            .m = T, .k = T, .n = hs, .batch = B, .alpha = 1.0f, .beta = 0.0f,
+            .skip = STRIX_GEMM_A_LOWER};
         STRIX_TRY(strix_gemm_batched(be, &o));
     }
     return strix_linear_forward(m->c_proj, &m->y, y);
@@ -224,14 +227,16 @@ strix_status strix_attention_backward(strix_attention *m, const strix_tensor *dy
             .a = dyh + off, .lda = C, .stride_a = T * C, .ta = false,
             .b = qkv + 2 * C + off, .ldb = 3 * C, .stride_b = T * 3 * C, .tb = true,
             .c = datt, .ldc = T, .stride_c = T * T,
-            .m = T, .k = hs, .n = T, .batch = B, .alpha = 1.0f, .beta = 0.0f};
+            .m = T, .k = hs, .n = T, .batch = B, .alpha = 1.0f, .beta = 0.0f,
+            .skip = STRIX_GEMM_OUT_LOWER};
         STRIX_TRY(strix_gemm_batched(be, &dp));
         // dv_h (T,hs) = Pᵀ · dy_h
         strix_gemm_batch dv = {
             .a = att, .lda = T, .stride_a = T * T, .ta = true,
             .b = dyh + off, .ldb = C, .stride_b = T * C, .tb = false,
             .c = dqkv + 2 * C + off, .ldc = 3 * C, .stride_c = T * 3 * C,
-            .m = T, .k = T, .n = hs, .batch = B, .alpha = 1.0f, .beta = 0.0f};
+            .m = T, .k = T, .n = hs, .batch = B, .alpha = 1.0f, .beta = 0.0f,
+            .skip = STRIX_GEMM_A_UPPER};
         STRIX_TRY(strix_gemm_batched(be, &dv));
         // dS = scale·P⊙(dP − rowdot), in place
         STRIX_TRY(strix_attn_softmax_causal_backward(be, att, datt, datt, B, T,
@@ -241,13 +246,15 @@ strix_status strix_attention_backward(strix_attention *m, const strix_tensor *dy
             .a = datt, .lda = T, .stride_a = T * T, .ta = false,
             .b = qkv + C + off, .ldb = 3 * C, .stride_b = T * 3 * C, .tb = false,
             .c = dqkv + off, .ldc = 3 * C, .stride_c = T * 3 * C,
-            .m = T, .k = T, .n = hs, .batch = B, .alpha = 1.0f, .beta = 0.0f};
+            .m = T, .k = T, .n = hs, .batch = B, .alpha = 1.0f, .beta = 0.0f,
+            .skip = STRIX_GEMM_A_LOWER};
         STRIX_TRY(strix_gemm_batched(be, &dq));
         strix_gemm_batch dk = {
             .a = datt, .lda = T, .stride_a = T * T, .ta = true,
             .b = qkv + off, .ldb = 3 * C, .stride_b = T * 3 * C, .tb = false,
             .c = dqkv + C + off, .ldc = 3 * C, .stride_c = T * 3 * C,
-            .m = T, .k = T, .n = hs, .batch = B, .alpha = 1.0f, .beta = 0.0f};
+            .m = T, .k = T, .n = hs, .batch = B, .alpha = 1.0f, .beta = 0.0f,
+            .skip = STRIX_GEMM_A_UPPER};
         STRIX_TRY(strix_gemm_batched(be, &dk));
     }
     // the gradient w.r.t. the unrotated q,k is the inverse rotation of the rotated one

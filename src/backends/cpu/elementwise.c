@@ -79,6 +79,11 @@ strix_status cpu_add_row_vector(strix_backend *be, const float *in, const float 
 strix_status cpu_elementwise(strix_backend *be, strix_act op, const float *in, float *out,
                              size_t n) {
     (void)be;
+    if (op == STRIX_ACT_GELU) { /* its own loop, so that it vectorises */
+        CPU_PARALLEL_FOR_IF(CPU_BIG(4 * n))
+        for (size_t i = 0; i < n; i++) out[i] = strix_gelu_forward(in[i]);
+        return STRIX_OK;
+    }
     CPU_PARALLEL_FOR_IF(CPU_BIG(4 * n))
     for (size_t i = 0; i < n; i++) out[i] = strix_act_forward(op, in[i]);
     return STRIX_OK;
@@ -87,6 +92,11 @@ strix_status cpu_elementwise(strix_backend *be, strix_act op, const float *in, f
 strix_status cpu_elementwise_backward(strix_backend *be, strix_act op, const float *x,
                                       const float *grad_out, float *grad_in, size_t n) {
     (void)be;
+    if (op == STRIX_ACT_GELU) {
+        CPU_PARALLEL_FOR_IF(CPU_BIG(4 * n))
+        for (size_t i = 0; i < n; i++) grad_in[i] = strix_gelu_backward(x[i], grad_out[i]);
+        return STRIX_OK;
+    }
     CPU_PARALLEL_FOR_IF(CPU_BIG(4 * n))
     for (size_t i = 0; i < n; i++) grad_in[i] = strix_act_backward(op, x[i], grad_out[i]);
     return STRIX_OK;

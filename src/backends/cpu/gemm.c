@@ -13,6 +13,8 @@
  * ((0 + a0·b0) + a1·b1) + ... in ascending k: multiply, round, add, round (no FMA), the same as
  * the naive loop. Results are therefore bit-identical for any blocking and any thread count, and
  * for the AVX-512 (8×32), AVX2 (6×16) and scalar micro-kernels alike.
+ * Whole micro-tiles of a plain C = op(A)·op(B) accumulate in C itself; the tiles strix_gemm_skip
+ * marks as unwanted or zero (causal attention) are skipped.
  * Threads split the output into row ranges or column ranges; each computes its part alone.
  * gemm_batched runs one item per thread when the batch has at least as many items as threads.
  * Workspaces live in the backend context (no allocation once sizes are known), so one host
@@ -52,6 +54,8 @@ typedef struct gemm_problem {
     size_t ldc;
     size_t m, k, n;
     float alpha, beta;
+    strix_gemm_skip skip;
+    size_t row_base, col_base; /* where this part starts in the whole item (for `skip`) */
 } gemm_problem;
 
 static size_t round_up(size_t x, size_t to) { return (x + to - 1) / to * to; }
@@ -101,6 +105,34 @@ void cpu_gemm_release(cpu_context *ctx) {
 
 // ---- packing -----------------------------------------------------------------------------------
 
+#if defined(__AVX2__)
+/* dst[j·ld_dst + i] = src[i·ld_src + j] for an 8×8 block (data movement only). */
+static void transpose_8x8(const float *src, size_t ld_src, float *dst, size_t ld_dst) {
+    __m256 r[8], t[8];
+    for (int i = 0; i < 8; i++) r[i] = _mm256_loadu_ps(src + (size_t)i * ld_src);
+    for (int i = 0; i < 8; i += 2) {
+        t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+        t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+    }
+    for (int i = 0; i < 8; i += 4) {
+        r[i] = _mm256_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(1, 0, 1, 0));
+        r[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(3, 2, 3, 2));
+        r[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(1, 0, 1, 0));
+        r[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(3, 2, 3, 2));
+    }
+    for (int j = 0; j < 4; j++) {
+        _mm256_storeu_ps(dst + (size_t)j * ld_dst, _mm256_permute2f128_ps(r[j], r[j + 4], 0x20));
+        _mm256_storeu_ps(dst + (size_t)(j + 4) * ld_dst,
+                         _mm256_permute2f128_ps(r[j], r[j + 4], 0x31));
+    }
+}
+#else
+static void transpose_8x8(const float *src, size_t ld_src, float *dst, size_t ld_dst) {
+    for (size_t i = 0; i < 8; i++)
+        for (size_t j = 0; j < 8; j++) dst[j * ld_dst + i] = src[i * ld_src + j];
+}
+#endif
+
 /* Packs rows [row0, row0+rows) × k-slice [p0, p0+kc) of op(A) into MR-high micro-panels:
  * panel q holds, for each p, the MR values of its rows (zeros past the last row). */
 static void pack_a(const gemm_operand *a, size_t row0, size_t rows, size_t p0, size_t kc,
@@ -119,7 +151,11 @@ static void pack_a(const gemm_operand *a, size_t row0, size_t rows, size_t p0, s
             const float *src_rows[GEMM_MR];
             for (size_t r = 0; r < height; r++)
                 src_rows[r] = a->data + (row0 + panel + r) * a->ld + p0;
-            for (size_t p = 0; p < kc; p++) {
+            size_t p = 0;
+            if (GEMM_MR == 8 && height == GEMM_MR) /* 8 k at a time */
+                for (; p + 8 <= kc; p += 8, dst += 8 * GEMM_MR)
+                    transpose_8x8(src_rows[0] + p, a->ld, dst, GEMM_MR);
+            for (; p < kc; p++) {
                 size_t r = 0;
                 for (; r < height; r++) dst[r] = src_rows[r][p];
                 for (; r < GEMM_MR; r++) dst[r] = 0.0f;
@@ -136,9 +172,15 @@ static void pack_b(const gemm_operand *b, size_t p0, size_t kc, size_t col0, siz
     for (size_t panel = 0; panel < cols; panel += GEMM_NR) {
         size_t width = min_size(GEMM_NR, cols - panel);
         if (b->trans) {
+            /* 8 columns × 8 k at a time, then what is left one by one */
+            size_t c8 = width / 8 * 8, k8 = kc / 8 * 8;
+            for (size_t c = 0; c < c8; c += 8)
+                for (size_t p = 0; p < k8; p += 8)
+                    transpose_8x8(b->data + (col0 + panel + c) * b->ld + p0 + p, b->ld,
+                                  dst + p * GEMM_NR + c, GEMM_NR);
             for (size_t c = 0; c < width; c++) {
                 const float *src = b->data + (col0 + panel + c) * b->ld + p0;
-                for (size_t p = 0; p < kc; p++) dst[p * GEMM_NR + c] = src[p];
+                for (size_t p = c < c8 ? k8 : 0; p < kc; p++) dst[p * GEMM_NR + c] = src[p];
             }
             for (size_t c = width; c < GEMM_NR; c++)
                 for (size_t p = 0; p < kc; p++) dst[p * GEMM_NR + c] = 0.0f;
@@ -156,13 +198,14 @@ static void pack_b(const gemm_operand *b, size_t p0, size_t kc, size_t col0, siz
 
 // ---- micro-kernel ------------------------------------------------------------------------------
 
-/* acc (MR×NR, row stride ld_acc) = (carry ? acc : 0) + Σ_p pa[p]·pb[p] over p < kc, one
- * multiply and one add per product in ascending p. Three versions (AVX-512, AVX2, scalar) do the
+/* acc (MR×NR, row stride ld_acc: the accumulator tile or a tile of C, so unaligned) =
+ * (carry ? acc : 0) + Σ_p pa[p]·pb[p] over p < kc, one multiply and one add per product in
+ * ascending p. Three versions (AVX-512, AVX2, scalar) do the
  * same operations per element, so they give the same bits. */
 #if defined(__AVX512F__)
 #define ROW_LOAD(r)                                                                            \
-    __m512 c##r##0 = carry ? _mm512_load_ps(acc + r * ld_acc) : _mm512_setzero_ps();           \
-    __m512 c##r##1 = carry ? _mm512_load_ps(acc + r * ld_acc + 16) : _mm512_setzero_ps()
+    __m512 c##r##0 = carry ? _mm512_loadu_ps(acc + r * ld_acc) : _mm512_setzero_ps();          \
+    __m512 c##r##1 = carry ? _mm512_loadu_ps(acc + r * ld_acc + 16) : _mm512_setzero_ps()
 #define ROW_STEP(r)                                                                            \
     do {                                                                                       \
         __m512 a = _mm512_set1_ps(pa[r]);                                                      \
@@ -170,7 +213,8 @@ static void pack_b(const gemm_operand *b, size_t p0, size_t kc, size_t col0, siz
         c##r##1 = _mm512_add_ps(c##r##1, _mm512_mul_ps(a, b1));                                \
     } while (0)
 #define ROW_STORE(r)                                                                           \
-    _mm512_store_ps(acc + r * ld_acc, c##r##0), _mm512_store_ps(acc + r * ld_acc + 16, c##r##1)
+    _mm512_storeu_ps(acc + r * ld_acc, c##r##0),                                               \
+        _mm512_storeu_ps(acc + r * ld_acc + 16, c##r##1)
 static void micro_kernel(size_t kc, const float *pa, const float *pb, float *acc, size_t ld_acc,
                          bool carry) {
     ROW_LOAD(0); ROW_LOAD(1); ROW_LOAD(2); ROW_LOAD(3);
@@ -194,12 +238,12 @@ static void micro_kernel(size_t kc, const float *pa, const float *pb, float *acc
                          bool carry) {
     __m256 c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51;
     if (carry) {
-        c00 = _mm256_load_ps(acc + 0 * ld_acc), c01 = _mm256_load_ps(acc + 0 * ld_acc + 8);
-        c10 = _mm256_load_ps(acc + 1 * ld_acc), c11 = _mm256_load_ps(acc + 1 * ld_acc + 8);
-        c20 = _mm256_load_ps(acc + 2 * ld_acc), c21 = _mm256_load_ps(acc + 2 * ld_acc + 8);
-        c30 = _mm256_load_ps(acc + 3 * ld_acc), c31 = _mm256_load_ps(acc + 3 * ld_acc + 8);
-        c40 = _mm256_load_ps(acc + 4 * ld_acc), c41 = _mm256_load_ps(acc + 4 * ld_acc + 8);
-        c50 = _mm256_load_ps(acc + 5 * ld_acc), c51 = _mm256_load_ps(acc + 5 * ld_acc + 8);
+        c00 = _mm256_loadu_ps(acc + 0 * ld_acc), c01 = _mm256_loadu_ps(acc + 0 * ld_acc + 8);
+        c10 = _mm256_loadu_ps(acc + 1 * ld_acc), c11 = _mm256_loadu_ps(acc + 1 * ld_acc + 8);
+        c20 = _mm256_loadu_ps(acc + 2 * ld_acc), c21 = _mm256_loadu_ps(acc + 2 * ld_acc + 8);
+        c30 = _mm256_loadu_ps(acc + 3 * ld_acc), c31 = _mm256_loadu_ps(acc + 3 * ld_acc + 8);
+        c40 = _mm256_loadu_ps(acc + 4 * ld_acc), c41 = _mm256_loadu_ps(acc + 4 * ld_acc + 8);
+        c50 = _mm256_loadu_ps(acc + 5 * ld_acc), c51 = _mm256_loadu_ps(acc + 5 * ld_acc + 8);
     } else {
         c00 = c01 = c10 = c11 = c20 = c21 = _mm256_setzero_ps();
         c30 = c31 = c40 = c41 = c50 = c51 = _mm256_setzero_ps();
@@ -229,12 +273,12 @@ static void micro_kernel(size_t kc, const float *pa, const float *pb, float *acc
         pa += GEMM_MR;
         pb += GEMM_NR;
     }
-    _mm256_store_ps(acc + 0 * ld_acc, c00), _mm256_store_ps(acc + 0 * ld_acc + 8, c01);
-    _mm256_store_ps(acc + 1 * ld_acc, c10), _mm256_store_ps(acc + 1 * ld_acc + 8, c11);
-    _mm256_store_ps(acc + 2 * ld_acc, c20), _mm256_store_ps(acc + 2 * ld_acc + 8, c21);
-    _mm256_store_ps(acc + 3 * ld_acc, c30), _mm256_store_ps(acc + 3 * ld_acc + 8, c31);
-    _mm256_store_ps(acc + 4 * ld_acc, c40), _mm256_store_ps(acc + 4 * ld_acc + 8, c41);
-    _mm256_store_ps(acc + 5 * ld_acc, c50), _mm256_store_ps(acc + 5 * ld_acc + 8, c51);
+    _mm256_storeu_ps(acc + 0 * ld_acc, c00), _mm256_storeu_ps(acc + 0 * ld_acc + 8, c01);
+    _mm256_storeu_ps(acc + 1 * ld_acc, c10), _mm256_storeu_ps(acc + 1 * ld_acc + 8, c11);
+    _mm256_storeu_ps(acc + 2 * ld_acc, c20), _mm256_storeu_ps(acc + 2 * ld_acc + 8, c21);
+    _mm256_storeu_ps(acc + 3 * ld_acc, c30), _mm256_storeu_ps(acc + 3 * ld_acc + 8, c31);
+    _mm256_storeu_ps(acc + 4 * ld_acc, c40), _mm256_storeu_ps(acc + 4 * ld_acc + 8, c41);
+    _mm256_storeu_ps(acc + 5 * ld_acc, c50), _mm256_storeu_ps(acc + 5 * ld_acc + 8, c51);
 }
 #else
 static void micro_kernel(size_t kc, const float *pa, const float *pb, float *acc, size_t ld_acc,
@@ -257,16 +301,26 @@ static void micro_kernel(size_t kc, const float *pa, const float *pb, float *acc
 
 // ---- one thread --------------------------------------------------------------------------------
 
-/* C = alpha·acc + beta·C over a rows × cols block (beta == 0 never reads C). */
-static void write_back(const float *acc, size_t ld_acc, float *c, size_t ldc, size_t rows,
-                       size_t cols, float alpha, float beta) {
+/* C = alpha·acc + beta·C over the rows × cols block at (row0, col0) of pr (beta == 0 never reads
+ * C). The first done_cols columns of the first done_rows rows are already in C (written there by
+ * the micro-kernel). OUT_LOWER writes only the columns j <= i of the whole item. */
+static void write_back(const gemm_problem *pr, const float *acc, size_t ld_acc, size_t row0,
+                       size_t col0, size_t rows, size_t cols, size_t done_rows,
+                       size_t done_cols) {
+    float alpha = pr->alpha, beta = pr->beta;
     for (size_t i = 0; i < rows; i++) {
         const float *sums = acc + i * ld_acc;
-        float *dst = c + i * ldc;
+        float *dst = pr->c + (row0 + i) * pr->ldc + col0;
+        size_t row = pr->row_base + row0 + i, col = pr->col_base + col0, width = cols;
+        if (pr->skip == STRIX_GEMM_OUT_LOWER) {
+            if (col > row) continue;
+            if (row - col + 1 < width) width = row - col + 1;
+        }
+        size_t j0 = i < done_rows ? done_cols : 0;
         if (beta == 0.0f) {
-            for (size_t j = 0; j < cols; j++) dst[j] = alpha * sums[j];
+            for (size_t j = j0; j < width; j++) dst[j] = alpha * sums[j];
         } else {
-            for (size_t j = 0; j < cols; j++) dst[j] = alpha * sums[j] + beta * dst[j];
+            for (size_t j = j0; j < width; j++) dst[j] = alpha * sums[j] + beta * dst[j];
         }
     }
 }
@@ -283,6 +337,9 @@ static void gemm_single(const gemm_problem *pr, cpu_gemm_workspace *ws) {
         }
         return;
     }
+    /* A plain C = op(A)·op(B): whole micro-tiles accumulate straight in C instead of the
+     * accumulator tile (alpha 1 and beta 0 make write_back a copy, so the bits agree). */
+    bool direct = pr->alpha == 1.0f && pr->beta == 0.0f && pr->skip == STRIX_GEMM_FULL;
     for (size_t col0 = 0; col0 < n; col0 += GEMM_NC) {
         size_t cols = min_size(GEMM_NC, n - col0);
         size_t cols_padded = round_up(cols, GEMM_NR);
@@ -293,6 +350,8 @@ static void gemm_single(const gemm_problem *pr, cpu_gemm_workspace *ws) {
         }
         for (size_t row0 = 0; row0 < m; row0 += GEMM_MC) {
             size_t rows = min_size(GEMM_MC, m - row0);
+            size_t done_rows = direct ? rows / GEMM_MR * GEMM_MR : 0;
+            size_t done_cols = direct ? cols / GEMM_NR * GEMM_NR : 0;
             for (size_t p0 = 0; p0 < k; p0 += GEMM_KC) {
                 size_t kc = min_size(GEMM_KC, k - p0);
                 pack_a(&pr->a, row0, rows, p0, kc, ws->pack_a);
@@ -300,13 +359,27 @@ static void gemm_single(const gemm_problem *pr, cpu_gemm_workspace *ws) {
                 for (size_t jr = 0; jr < cols; jr += GEMM_NR) {
                     const float *pb = b_slice + jr * kc;
                     for (size_t ir = 0; ir < rows; ir += GEMM_MR) {
-                        micro_kernel(kc, ws->pack_a + ir * kc, pb, ws->acc + ir * GEMM_NC + jr,
-                                     GEMM_NC, p0 > 0);
+                        /* the tile's first row and k-range [from, to) of this slice */
+                        size_t row = pr->row_base + row0 + ir, from = 0, to = kc;
+                        if (pr->skip == STRIX_GEMM_OUT_LOWER &&
+                            pr->col_base + col0 + jr > row + GEMM_MR - 1)
+                            continue; /* wholly above the diagonal */
+                        if (pr->skip == STRIX_GEMM_A_LOWER)
+                            to = row + GEMM_MR <= p0 ? 0 : min_size(kc, row + GEMM_MR - p0);
+                        if (pr->skip == STRIX_GEMM_A_UPPER)
+                            from = row <= p0 ? 0 : min_size(kc, row - p0);
+                        float *tile = ws->acc + ir * GEMM_NC + jr;
+                        size_t ld_tile = GEMM_NC;
+                        if (ir < done_rows && jr < done_cols) {
+                            tile = pr->c + (row0 + ir) * pr->ldc + col0 + jr;
+                            ld_tile = pr->ldc;
+                        }
+                        micro_kernel(to - from, ws->pack_a + ir * kc + from * GEMM_MR,
+                                     pb + from * GEMM_NR, tile, ld_tile, p0 > 0);
                     }
                 }
             }
-            write_back(ws->acc, GEMM_NC, pr->c + row0 * pr->ldc + col0, pr->ldc, rows, cols,
-                       pr->alpha, pr->beta);
+            write_back(pr, ws->acc, GEMM_NC, row0, col0, rows, cols, done_rows, done_cols);
         }
     }
 }
@@ -324,10 +397,12 @@ static gemm_problem gemm_part(const gemm_problem *pr, bool split_rows, int part,
     size_t end = min_size(extent, begin + per_part);
     if (split_rows) {
         sub.m = end - begin;
+        sub.row_base += begin;
         sub.a.data += pr->a.trans ? begin : begin * pr->a.ld;
         sub.c += begin * pr->ldc;
     } else {
         sub.n = end - begin;
+        sub.col_base += begin;
         sub.b.data += pr->b.trans ? begin * pr->b.ld : begin;
         sub.c += begin;
     }
@@ -343,9 +418,9 @@ static void gemm_threaded(const gemm_problem *pr, cpu_context *ctx, int threads)
         return;
     }
 #ifdef _OPENMP
-    size_t row_units = (pr->m + GEMM_MR - 1) / GEMM_MR;
-    size_t col_units = (pr->n + GEMM_NR - 1) / GEMM_NR;
-    bool split_rows = row_units >= col_units;
+    /* Each thread packs its share of one operand and all of the other: split the rows when B
+     * (k·n, packed whole by every thread) is the smaller operand, else the columns. */
+    bool split_rows = pr->n <= pr->m;
 #pragma omp parallel num_threads(threads)
     {
         int part = omp_get_thread_num();
@@ -379,7 +454,7 @@ strix_status cpu_gemm_batched(strix_backend *be, const strix_gemm_batch *g) {
     STRIX_TRY(cpu_gemm_reserve(ctx, threads, g->k));
     gemm_problem first = {
         .a = {g->a, g->lda, g->ta}, .b = {g->b, g->ldb, g->tb}, .c = g->c, .ldc = g->ldc,
-        .m = g->m, .k = g->k, .n = g->n, .alpha = g->alpha, .beta = g->beta,
+        .m = g->m, .k = g->k, .n = g->n, .alpha = g->alpha, .beta = g->beta, .skip = g->skip,
     };
     if (threads > 1 && g->batch >= (size_t)threads) {
         /* Many items: one item per thread at a time, each on the single-thread kernel. */
