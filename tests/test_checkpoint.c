@@ -389,6 +389,7 @@ static strix_checkpoint_info tiny_info(const strix_gpt_config *c) {
     info.train.val_fraction = 0.1;
     info.train.stride = 8;
     strcpy(info.train.data_path, "some dir/with \"quotes\".txt");
+    strcpy(info.train.backend, "cpu-blas");
     info.state.step = 42;
     info.state.data_rng = 0xfedcba9876543210ULL;
     info.state.cursor = (strix_seq_cursor){.pos = 17, .stride = 8, .epoch = 3};
@@ -436,6 +437,7 @@ static void test_gpt_checkpoint_round_trip(void **state) {
     assert_true(isnan(got->state.val_loss));
     assert_true(got->state.data_hash == info.state.data_hash);
     assert_string_equal(got->train.data_path, info.train.data_path);
+    assert_string_equal(got->train.backend, info.train.backend);
 
     assert_int_equal(strix_gpt_new(be, &c, &g2), STRIX_OK);
     assert_int_equal(strix_checkpoint_restore(ck, g2, true), STRIX_OK);

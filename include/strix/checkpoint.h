@@ -16,7 +16,7 @@
  *     vocab (the vocabulary bytes in hex, two lowercase digits each), and the run: step,
  *     total_steps, time_limit, lr, min_lr, warmup, weight_decay, clip, adam_beta1/2, adam_eps,
  *     batch, seed, eval_every, eval_batches, val_fraction, data_path, data_size, data_hash,
- *     sampling ("random"/"sequential"), stride, data_rng, seq_pos, seq_epoch, val_loss. Integers
+ *     sampling ("random"/"sequential"), stride, backend, data_rng, seq_pos, seq_epoch, val_loss. Integers
  *     are decimal; floats are the shortest decimal text that reads back as the same float (or
  *     double), so every value reads back bit for bit and --resume continues the run exactly.
  * Files are written atomically (temp file, fsync, rename, fsync of the directory).
@@ -108,6 +108,7 @@ typedef struct strix_train_config {
     bool sequential;          /* sequential stride walk instead of random windows */
     int64_t stride;           /* the walk's stride */
     char data_path[STRIX_PATH_MAX];
+    char backend[32];         /* backend the run trains on ("cpu", "cpu-blas"); a resume keeps it */
 } strix_train_config;
 
 /* Where a run stands. */

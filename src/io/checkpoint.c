@@ -279,6 +279,7 @@ strix_status strix_checkpoint_save(const char *path, strix_gpt *g,
         meta_fmt(&m, "data_hash", "%016" PRIx64, st->data_hash);
         meta_put(&m, "sampling", t->sequential ? "sequential" : "random");
         meta_fmt(&m, "stride", "%" PRId64, t->stride);
+        meta_put(&m, "backend", t->backend);
         meta_fmt(&m, "data_rng", "%" PRIu64, st->data_rng);
         meta_fmt(&m, "seq_pos", "%" PRIu64, st->cursor.pos);
         meta_fmt(&m, "seq_epoch", "%" PRIu64, st->cursor.epoch);
@@ -426,6 +427,10 @@ static strix_status parse_info(meta_reader *r, strix_checkpoint_info *info) {
     if (sampling && strcmp(sampling, "sequential") == 0) t->sequential = true;
     else if (sampling && strcmp(sampling, "random") != 0) meta_bad(r, "sampling", sampling);
     t->stride = meta_i64(r, "stride", 0, big);
+    const char *backend = meta_get(r, "backend");
+    if (backend && (strlen(backend) == 0 || strlen(backend) >= sizeof t->backend))
+        meta_bad(r, "backend", backend);
+    else if (backend) strcpy(t->backend, backend);
     st->data_rng = meta_u64(r, "data_rng", 10);
     st->cursor.pos = meta_u64(r, "seq_pos", 10);
     st->cursor.epoch = meta_u64(r, "seq_epoch", 10);

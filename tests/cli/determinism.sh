@@ -15,11 +15,11 @@ same_file "two runs, one seed" a.st b.st
 same_file "--name=value == --name value" a.st eq.st
 "$STRIX" train "${RUN[@]}" --out t1.st --threads 1 >/dev/null 2>&1 || fail "run t1"
 "$STRIX" train "${RUN[@]}" --out t2.st --threads 2 >/dev/null 2>&1 || fail "run t2"
-same_file "--threads 1 vs --threads 2 (cpu-blas)" t1.st t2.st
+same_file "--threads 1 vs --threads 2 (cpu)" t1.st t2.st
 same_file "--threads 2 vs all cores" t2.st a.st
-"$STRIX" train "${RUN[@]}" --backend cpu --out c1.st --threads 1 >/dev/null 2>&1 || fail "cpu 1"
-"$STRIX" train "${RUN[@]}" --backend cpu --out c2.st --threads 2 >/dev/null 2>&1 || fail "cpu 2"
-same_file "--threads 1 vs --threads 2 (cpu)" c1.st c2.st
+"$STRIX" train "${RUN[@]}" --backend cpu-blas --out c1.st --threads 1 >/dev/null 2>&1 || fail "cpu-blas 1"
+"$STRIX" train "${RUN[@]}" --backend cpu-blas --out c2.st --threads 2 >/dev/null 2>&1 || fail "cpu-blas 2"
+same_file "--threads 1 vs --threads 2 (cpu-blas)" c1.st c2.st
 "$STRIX" train "${RUN[@]}" --seed 7 --out s7.st >/dev/null 2>&1 || fail "seed 7"
 cmp -s a.st s7.st && fail "another seed gave the same checkpoint" || ok "another seed differs"
 
@@ -92,6 +92,12 @@ else
     "$STRIX" train --resume long_int.st >/dev/null 2>&1 || fail "resume after SIGINT"
     same_file "SIGINT + resume == uninterrupted" long_full.st long_int.st
 fi
+
+# a resumed run keeps the backend recorded in its checkpoint (here cpu-blas, not the default)
+"$STRIX" train "${RUN[@]}" --backend cpu-blas --out blas_part.st --stop-after 22 >/dev/null 2>&1 \
+    || fail "cpu-blas run stopped at 22"
+"$STRIX" train --resume blas_part.st >/dev/null 2>&1 || fail "resume of the cpu-blas run"
+same_file "cpu-blas run resumed without --backend == uninterrupted cpu-blas run" c2.st blas_part.st
 
 # a time-bounded run stops early, saves, and resumes to the steps it planned
 "$STRIX" train "${LONG[@]}" --out timed.st --time 0.05 >timed.out 2>timed.err

@@ -49,7 +49,7 @@ static void sample_specs(sample_flags *f, arg_spec *s) {
              "seed of the sampling stream (default 0)"),
         FLAG("threads", ARG_INT, &f->threads, 0, 4096, 0, "N", "CPU threads, 0 = all (default 0)"),
         FLAG("backend", ARG_STRING, &f->backend, 0, 0, 0, "NAME",
-             "cpu-blas or cpu (default cpu-blas)"),
+             "cpu or cpu-blas (default cpu)"),
     };
     memcpy(s, table, sizeof table);
 }
@@ -140,7 +140,7 @@ static int generate(strix_gpt *g, const strix_vocab *vocab, const sample_flags *
 }
 
 int cmd_sample(int argc, char **argv) {
-    sample_flags f = {.backend = "cpu-blas", .tokens = 200, .temperature = 0.8f, .top_k = 0,
+    sample_flags f = {.backend = "cpu", .tokens = 200, .temperature = 0.8f, .top_k = 0,
                       .top_p = 1.0f, .seed = 0, .threads = 0};
     arg_spec specs[NSAMPLE_SPECS];
     sample_specs(&f, specs);

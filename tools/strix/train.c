@@ -90,7 +90,7 @@ static void train_specs(train_flags *f, arg_spec *s) {
         FLAG("threads", ARG_INT, &f->threads, 0, 4096, 0, "N",
              "CPU threads, 0 = all cores (default 0); results do not depend on it"),
         FLAG("backend", ARG_STRING, &f->backend, 0, 0, 0, "NAME",
-             "cpu-blas (OpenBLAS GEMM) or cpu (reference loops) (default cpu-blas)"),
+             "cpu (our own GEMM; the faster one on AVX-512) or cpu-blas (OpenBLAS GEMM) (default cpu)"),
         FLAG("rope", ARG_SWITCH, &f->rope, 0, 0, 0, NULL,
              "rotary positions instead of learned ones (default off)"),
         FLAG("relu", ARG_SWITCH, &f->relu, 0, 0, 0, NULL, "ReLU MLP instead of GELU (default off)"),
@@ -136,9 +136,9 @@ static void print_train_help(arg_spec *specs, int n) {
            "--threads, --time, --backend, --log-every and --stop-after may be given with it, plus\n"
            "--data naming the same corpus (checked by size and hash) when it has moved; other\n"
            "flags are refused unless they repeat the checkpoint's value.\n"
-           "Resuming on the same backend is bit-identical to an uninterrupted run; resuming on\n"
-           "another --backend continues the run to within rounding (the cpu and cpu-blas GEMMs\n"
-           "round differently), so its numbers drift apart from the original's.\n"
+           "A resumed run keeps the backend recorded in the checkpoint and is then bit-identical\n"
+           "to an uninterrupted run; another --backend continues the run to within rounding (the\n"
+           "cpu and cpu-blas GEMMs round differently), so its numbers drift from the original's.\n"
            "Default corpus: the Debian package 'fortunes' (" DEFAULT_CORPUS ").\n");
 }
 
@@ -601,14 +601,15 @@ static int check_out(const char *out, const char *data) {
     return 0;
 }
 
-static int setup_backend(run *r, const train_flags *f, bool backend_seen) {
+/* Creates the run's backend: `name` is --backend for a new run, and for a resumed run the
+ * checkpoint's backend unless --backend names another. Records it for the next checkpoint. */
+static int setup_backend(run *r, const train_flags *f, const char *name) {
     strix_set_num_threads(f->threads);
-    strix_status s = strix_backend_init(f->backend, &r->be);
-    if (s == STRIX_ERR_UNSUPPORTED && !backend_seen) {
-        fprintf(stderr, "strix: note: this build has no cpu-blas backend; using cpu\n");
-        s = strix_backend_init("cpu", &r->be);
-    }
-    return s == STRIX_OK ? 0 : tool_fail(s);
+    strix_status s = strix_backend_init(name, &r->be);
+    if (s != STRIX_OK) return tool_fail(s);
+    if (name != r->info.train.backend) /* no overlapping copy when it came from there */
+        snprintf(r->info.train.backend, sizeof r->info.train.backend, "%s", name);
+    return 0;
 }
 
 static int setup_buffers(run *r) {
@@ -695,7 +696,7 @@ static int start_new(run *r, train_flags *f, arg_spec *specs, int n) {
     info->state.data_size = r->corpus.size;
     info->state.data_hash = r->corpus.hash;
 
-    rc = setup_backend(r, f, args_find(specs, n, "backend")->seen);
+    rc = setup_backend(r, f, f->backend);
     if (rc) return rc;
     strix_status s = strix_gpt_new(r->be, m, &r->gpt);
     if (s == STRIX_OK) s = strix_gpt_init_weights(r->gpt, strix_seed_derive(f->seed, 1));
@@ -720,7 +721,9 @@ static int start_resumed(run *r, train_flags *f, arg_spec *specs, int n) {
     int rc = check_resume_flags(&r->info, specs, n);
     /* The whole checkpoint is checked (every tensor present with its shape) even when the run is
      * finished: a damaged file is reported, never called finished. */
-    if (rc == 0) rc = setup_backend(r, f, args_find(specs, n, "backend")->seen);
+    if (rc == 0)
+        rc = setup_backend(r, f,
+                           args_find(specs, n, "backend")->seen ? f->backend : r->info.train.backend);
     if (rc == 0) {
         s = strix_gpt_new(r->be, &r->info.model, &r->gpt);
         if (s == STRIX_OK) s = strix_checkpoint_restore(ck, r->gpt, true);
@@ -757,7 +760,7 @@ static int start_resumed(run *r, train_flags *f, arg_spec *specs, int n) {
 
 int cmd_train(int argc, char **argv) {
     train_flags f = {
-        .out = NULL, .backend = "cpu-blas", .steps = DEFAULT_STEPS, .time = 0.0, .d_model = 128,
+        .out = NULL, .backend = "cpu", .steps = DEFAULT_STEPS, .time = 0.0, .d_model = 128,
         .layers = 4, .heads = 4, .d_ff = 0, .block = 64, .batch = 16, .threads = 0,
         .eval_batches = 20, .lr = 1e-3f, .min_lr = 1e-4f, .weight_decay = 0.1f, .clip = 1.0f,
         .warmup = 100, .eval_every = 250, .stride = 0, .stop_after = 0, .log_every = 50,
