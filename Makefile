@@ -4,6 +4,7 @@ BUILD      ?= build
 JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_ARGS ?=
 MODEL      ?= model.safetensors
+RUN_STEPS  ?= 5000
 RUN_TIME   ?= 120
 
 .PHONY: all build run test test-asan bench clean
@@ -15,7 +16,7 @@ build:
 	@cmake --build $(BUILD) -j $(JOBS)
 
 run: build
-	./$(BUILD)/strix train --time $(RUN_TIME) --out $(MODEL)
+	./$(BUILD)/strix train --steps $(RUN_STEPS) --time $(RUN_TIME) --out $(MODEL)
 	./$(BUILD)/strix sample --model $(MODEL) --tokens 400
 
 test: build

@@ -24,7 +24,7 @@ done
 
 log=$(mktemp)
 for ((r = 1; r <= ROUNDS; r++)); do
-    for backend in cpu-blas cpu; do
+    for backend in cpu cpu-blas; do
         echo "round $r strix/$backend: $("$BUILD/bench_gpt" --backend "$backend" --data "$DATA" --steps "$STEPS" --threads 2)" | tee -a "$log"
     done
     for cmd in "${torch_cmds[@]}"; do
@@ -41,9 +41,9 @@ for line in open(sys.argv[1]):
         rows.setdefault(m.group(1), []).append((float(m.group(2)), int(m.group(3)), int(m.group(4))))
 med = {k: (statistics.median(a for a, _, _ in v), statistics.median(b for _, b, _ in v),
            max(c for _, _, c in v)) for k, v in rows.items()}
-best = med.get("strix/cpu-blas")
+best = med.get("strix/cpu")
 for k, (ms, tok, rss) in med.items():
-    ratio = f"  strix(cpu-blas)/this tok/s = {best[1] / tok:.2f}x" if best and not k.startswith("strix") else ""
+    ratio = f"  strix(cpu)/this tok/s = {best[1] / tok:.2f}x" if best and not k.startswith("strix") else ""
     print(f"{k:90s} {ms:8.1f} {tok:8d} {rss:6d}{ratio}")
 PY
 rm -f "$log"
