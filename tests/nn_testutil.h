@@ -82,6 +82,38 @@ static inline int32_t *golden_ints(const tl_array *a) {
     return out;
 }
 
+// ---- per-backend test groups (needs <cmocka.h> included first) -------------------------------
+
+/* cmocka setup/teardown: the test's initial state is a backend name; the test gets the backend. */
+static inline int backend_setup(void **state) {
+    *state = tl_backend_open((const char *)*state);
+    return *state ? 0 : -1;
+}
+
+static inline int backend_teardown(void **state) {
+    strix_backend_free(*state);
+    return 0;
+}
+
+/* A test of the per-backend groups: fn(void **state) gets a strix_backend * as *state. */
+#define BACKEND_TEST(fn) cmocka_unit_test_setup_teardown(fn, backend_setup, backend_teardown)
+
+/* Runs tests[0..n) (made with BACKEND_TEST) as one group per backend of this build, named
+ * "<suite> on <backend>". Returns the number of failed tests. */
+static inline int run_on_each_backend(const char *suite, struct CMUnitTest *tests, size_t n) {
+    int failed = 0;
+    for (size_t b = 0; b < TL_BACKEND_COUNT; b++) {
+        strix_backend *probe = tl_backend_open(tl_backend_names[b]);
+        if (!probe) continue; /* not in this build: skipped (tl_backend_open says so) */
+        strix_backend_free(probe);
+        for (size_t i = 0; i < n; i++) tests[i].initial_state = (void *)tl_backend_names[b];
+        char group[64];
+        snprintf(group, sizeof group, "%s on %s", suite, tl_backend_names[b]);
+        failed += _cmocka_run_group_tests(group, tests, n, NULL, NULL);
+    }
+    return failed;
+}
+
 /* Number of golden arrays whose name starts with `prefix`. */
 static inline int golden_count_prefix(const tl_golden *g, const char *prefix) {
     int n = 0;

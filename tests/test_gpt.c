@@ -418,35 +418,16 @@ static void test_forward_errors(void **state) {
 
 // ---- main --------------------------------------------------------------------------------------
 
-static int setup_backend(void **state) {
-    const char *name = *state;
-    *state = tl_backend_open(name);
-    return *state ? 0 : -1;
-}
-
-static int teardown_backend(void **state) {
-    strix_backend_free(*state);
-    return 0;
-}
-
 int main(void) {
-    int failed = 0;
-    for (size_t b = 0; b < TL_BACKEND_COUNT; b++) {
-        strix_backend *probe = tl_backend_open(tl_backend_names[b]);
-        if (!probe) continue; // not in this build: skipped (tl_backend_open says so)
-        strix_backend_free(probe);
-        void *name = (void *)tl_backend_names[b];
-#define T(fn) cmocka_unit_test_prestate_setup_teardown(fn, setup_backend, teardown_backend, name)
-        const struct CMUnitTest tests[] = {
-            T(test_config),       T(test_forward_errors),          T(test_golden_step0),
-            T(test_golden_adamw), T(test_decode_matches_forward), T(test_determinism_repeat),
-            T(test_determinism_threads), T(test_grad_accumulates),
-        };
-#undef T
-        char group[64];
-        snprintf(group, sizeof group, "gpt on %s", tl_backend_names[b]);
-        failed += _cmocka_run_group_tests(group, tests, sizeof tests / sizeof tests[0], NULL,
-                                          NULL);
-    }
-    return failed ? 1 : 0;
+    struct CMUnitTest tests[] = {
+        BACKEND_TEST(test_config),
+        BACKEND_TEST(test_forward_errors),
+        BACKEND_TEST(test_golden_step0),
+        BACKEND_TEST(test_golden_adamw),
+        BACKEND_TEST(test_decode_matches_forward),
+        BACKEND_TEST(test_determinism_repeat),
+        BACKEND_TEST(test_determinism_threads),
+        BACKEND_TEST(test_grad_accumulates),
+    };
+    return run_on_each_backend("gpt", tests, sizeof tests / sizeof tests[0]) ? 1 : 0;
 }

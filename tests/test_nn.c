@@ -573,36 +573,19 @@ static void test_bad_configs(void **state) {
 
 // ---- main --------------------------------------------------------------------------------------
 
-static int setup_backend(void **state) {
-    const char *name = *state;
-    *state = tl_backend_open(name);
-    return *state ? 0 : -1;
-}
-
-static int teardown_backend(void **state) {
-    strix_backend_free(*state);
-    return 0;
-}
-
 int main(void) {
-    int failed = 0;
-    for (size_t b = 0; b < TL_BACKEND_COUNT; b++) {
-        strix_backend *probe = tl_backend_open(tl_backend_names[b]);
-        if (!probe) continue; // not in this build: skipped (tl_backend_open says so)
-        strix_backend_free(probe);
-        void *name = (void *)tl_backend_names[b];
-#define T(fn) cmocka_unit_test_prestate_setup_teardown(fn, setup_backend, teardown_backend, name)
-        const struct CMUnitTest tests[] = {
-            T(test_fd_linear),          T(test_fd_embedding),   T(test_fd_layernorm),
-            T(test_fd_attention),       T(test_fd_mlp),         T(test_fd_block),
-            T(test_fd_gpt_loss),        T(test_golden_linear_layernorm),
-            T(test_golden_attention),   T(test_golden_mlp_block), T(test_bad_configs),
-        };
-#undef T
-        char group[64];
-        snprintf(group, sizeof group, "nn on %s", tl_backend_names[b]);
-        failed += _cmocka_run_group_tests(group, tests, sizeof tests / sizeof tests[0], NULL,
-                                          NULL);
-    }
-    return failed ? 1 : 0;
+    struct CMUnitTest tests[] = {
+        BACKEND_TEST(test_fd_linear),
+        BACKEND_TEST(test_fd_embedding),
+        BACKEND_TEST(test_fd_layernorm),
+        BACKEND_TEST(test_fd_attention),
+        BACKEND_TEST(test_fd_mlp),
+        BACKEND_TEST(test_fd_block),
+        BACKEND_TEST(test_fd_gpt_loss),
+        BACKEND_TEST(test_golden_linear_layernorm),
+        BACKEND_TEST(test_golden_attention),
+        BACKEND_TEST(test_golden_mlp_block),
+        BACKEND_TEST(test_bad_configs),
+    };
+    return run_on_each_backend("nn", tests, sizeof tests / sizeof tests[0]) ? 1 : 0;
 }
