@@ -1,0 +1,20 @@
+/*
+ * strix.h - the whole public API of strix in one include. Each part has its own header under
+ * strix/ (core, tensor, backend, params, nn, optim, gpt, sample, data, checkpoint); include only
+ * what you use if you prefer. examples/tiny_gpt.c is a complete, commented program.
+ */
+#ifndef STRIX_H
+#define STRIX_H
+
+#include "strix/core.h"
+#include "strix/tensor.h"
+#include "strix/backend.h"
+#include "strix/params.h"
+#include "strix/nn.h"
+#include "strix/optim.h"
+#include "strix/gpt.h"
+#include "strix/sample.h"
+#include "strix/data.h"
+#include "strix/checkpoint.h"
+
+#endif
