@@ -1,4 +1,4 @@
-# Front door. `make run` trains, samples (and explains) a small GPT; `make test` runs the suite.
+# Front door. `make run` trains a small GPT and samples from it; `make test` runs the suite.
 # Everything is built by CMake in build/ (build-asan/ for the sanitizer run).
 BUILD      ?= build
 JOBS       ?= $(shell nproc 2>/dev/null || echo 2)

@@ -5,7 +5,7 @@
 # a missing or unwritable directory are refused with exit 2 and one line), while replacing an
 # existing strix checkpoint stays allowed. --data accepts only regular files (or a directory,
 # whose non-regular entries are skipped and counted) of at most 1 GiB. Output errors of
-# `strix sample` (a full disk) are reported with exit 1.
+# `strix sample` (a full disk) are reported with exit 1. Two runs never train into one --out.
 source "$(dirname "$0")/lib.bash"
 
 RUN=("${TINY[@]}" --steps 4 --eval-every 2 --eval-batches 2)
@@ -129,5 +129,18 @@ if [ -w /dev/full ]; then
 else
     echo "note: no writable /dev/full; the full-disk checks are skipped"
 fi
+# ---- two runs never train into one --out: the second is refused while the first holds the lock
+"$STRIX" train --data corpus.txt "${TINY[@]}" --steps 1000000 --eval-every 1000000 \
+    --out locked.st >/dev/null 2>locked.err &
+first=$!
+for _ in $(seq 50); do [ -e locked.st.lock ] && break; sleep 0.1; done
+expect_refused "a second run into the same --out" "another strix process is training into" \
+    "$STRIX" train --data corpus.txt "${RUN[@]}" --out locked.st
+kill -INT "$first"
+wait "$first" || fail "the first run did not stop cleanly: $(cat locked.err)"
+[ -e locked.st.lock ] && fail "lock file left behind" || ok "lock file removed at exit"
+"$STRIX" train --data corpus.txt "${RUN[@]}" --out locked.st >/dev/null 2>&1 \
+    && ok "--out usable again once the first run ended" || fail "--out still locked"
+
 ls ./*.tmp.* >/dev/null 2>&1 && fail "temp files left behind: $(ls ./*.tmp.*)"
 finish

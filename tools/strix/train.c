@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -218,6 +219,8 @@ typedef struct run {
     int64_t stop_after, log_every;
     int32_t *ids, *targets;
     bool tty, corpus_is_dir;
+    int lock_fd;                /* flock'ed "<out>.lock" while the run may write --out; -1 if none */
+    char lock_path[STRIX_PATH_MAX + 8];
 } run;
 
 static volatile sig_atomic_t stop_signal;
@@ -225,6 +228,10 @@ static volatile sig_atomic_t stop_signal;
 static void on_signal(int sig) { stop_signal = sig; }
 
 static void run_free(run *r) {
+    if (r->lock_fd >= 0) {
+        unlink(r->lock_path);
+        close(r->lock_fd);
+    }
     strix_gpt_free(r->gpt);
     strix_backend_free(r->be);
     strix_corpus_free(&r->corpus);
@@ -601,6 +608,31 @@ static int check_out(const char *out, const char *data) {
     return 0;
 }
 
+/* Takes an advisory lock (flock on "<out>.lock", removed at exit) so that two strix processes
+ * never train into the same --out and silently overwrite each other's checkpoints. Exit status 2
+ * when another process holds it. */
+static int lock_out(run *r) {
+    snprintf(r->lock_path, sizeof r->lock_path, "%s.lock", r->out);
+    int fd = open(r->lock_path, O_RDWR | O_CREAT, 0644);
+    if (fd < 0) {
+        fprintf(stderr, "strix train: cannot create the lock file %s: %s\n", r->lock_path,
+                strerror(errno));
+        return 2;
+    }
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        int err = errno;
+        close(fd);
+        if (err == EWOULDBLOCK)
+            fprintf(stderr, "strix train: another strix process is training into %s (it holds "
+                            "%s); choose another --out or wait for it\n", r->out, r->lock_path);
+        else
+            fprintf(stderr, "strix train: cannot lock %s: %s\n", r->lock_path, strerror(err));
+        return 2;
+    }
+    r->lock_fd = fd;
+    return 0;
+}
+
 /* Creates the run's backend: `name` is --backend for a new run, and for a resumed run the
  * checkpoint's backend unless --backend names another. Records it for the next checkpoint. */
 static int setup_backend(run *r, const train_flags *f, const char *name) {
@@ -681,6 +713,7 @@ static int start_new(run *r, train_flags *f, arg_spec *specs, int n) {
         return 2;
     }
     int rc = check_out(r->out, data);
+    if (rc == 0) rc = lock_out(r);
     if (rc) return rc;
 
     rc = load_corpus(r, data, f->data == NULL, NULL, false);
@@ -749,6 +782,7 @@ static int start_resumed(run *r, train_flags *f, arg_spec *specs, int n) {
         return 2;
     }
     rc = check_out(r->out, data);
+    if (rc == 0) rc = lock_out(r);
     if (rc == 0) rc = load_corpus(r, data, false, f->resume, f->data != NULL);
     if (rc) return rc;
     char where[STRIX_PATH_MAX];
@@ -779,6 +813,7 @@ int cmd_train(int argc, char **argv) {
 
     run r;
     memset(&r, 0, sizeof r);
+    r.lock_fd = -1;
     r.out = f.out ? f.out : (f.resume ? f.resume : "model.safetensors");
     r.time_limit = f.time;
     r.stop_after = f.stop_after;
