@@ -72,11 +72,13 @@ strix_status strix_write_file_atomic(const char *path, const void *const *chunks
     if (!step && rename(tmp, path) != 0) step = "rename", err = errno;
     if (step) {
         remove(tmp);
+        /* Say what happened to the target: untouched if it existed, not created otherwise. */
+        const char *fate = access(path, F_OK) == 0 ? "was left as it was" : "was not created";
         if (strcmp(step, "rename") == 0)
-            return strix_error(STRIX_ERR_IO, "cannot replace '%s': %s (it was left as it was)",
-                               path, strerror(err));
-        return strix_error(STRIX_ERR_IO, "cannot %s '%s': %s ('%s' was left as it was)", step,
-                           tmp, strerror(err), path);
+            return strix_error(STRIX_ERR_IO, "cannot replace '%s': %s (it %s)", path,
+                               strerror(err), fate);
+        return strix_error(STRIX_ERR_IO, "cannot %s '%s': %s ('%s' %s)", step, tmp,
+                           strerror(err), path, fate);
     }
     return sync_parent_dir(path);
 }
