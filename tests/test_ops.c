@@ -639,6 +639,14 @@ static void test_reductions(void **state) {
         OK(strix_sum_squares(be, b, n, &squares));
         assert_true(isfinite(squares));
         assert_true(fabs(squares / (1000.0 * (double)1e20f * (double)1e20f) - 1.0) < 1e-12);
+        for (size_t len = 0; len <= n; len += 45) { /* the documented 32-lane order, bit for bit */
+            double lanes[32] = {0.0};
+            for (size_t i = 0; i < len; i++) lanes[i % 32] += (double)host[i] * (double)host[i];
+            for (size_t half = 16; half > 0; half /= 2)
+                for (size_t l = 0; l < half; l++) lanes[l] += lanes[l + half];
+            OK(strix_sum_squares(be, x, len, &squares));
+            assert_true(squares == lanes[0]);
+        }
         OK(strix_sum(be, x, 0, &sum));
         assert_true(sum == 0.0f);
         strix_free(be, x), strix_free(be, y), strix_free(be, b);

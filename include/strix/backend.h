@@ -136,7 +136,9 @@ STRIX_API strix_status strix_sum(strix_backend *be, const float *in, size_t n, f
 /* Σ a[i]·b[i], same order as strix_sum. */
 STRIX_API strix_status strix_dot(strix_backend *be, const float *a, const float *b, size_t n,
                                  float *out);
-/* strix: Σ in[i]², accumulated in double, i ascending (gradient-norm clipping, decisions.md). */
+/* strix: Σ in[i]², accumulated in double (gradient-norm clipping, decisions.md), in a fixed order
+ * that depends on n only: 32 lane sums, lane l over i ≡ l (mod 32) ascending from 0.0, then folded
+ * in halves (lane l += lane l + 16 for l < 16, then + 8, + 4, + 2, + 1); lane 0 is the result. */
 STRIX_API strix_status strix_sum_squares(strix_backend *be, const float *in, size_t n,
                                          double *out);
 

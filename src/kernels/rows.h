@@ -54,47 +54,73 @@ STRIX_HD static inline float strix_logsumexp_row(const float *in, size_t cols) {
     return row_max + logf(total);
 }
 
-/* LayerNorm of one row: mean = Σx/D; var = Σ(x − mean)²/D (biased, second pass);
- * std = sqrt(var + eps); xhat = (x − mean)/std; out = gamma·xhat + beta (NULL gamma/beta act as
- * 1/0). Returns std. xhat and out may alias in. */
-STRIX_HD static inline float strix_layer_norm_row_forward(const float *in, const float *gamma,
+/* Rows that strix_layer_norm_rows_forward handles side by side. */
+#define STRIX_LN_GROUP 8
+
+/* LayerNorm of `count` (1..STRIX_LN_GROUP) consecutive rows of width cols, each row on its own:
+ * mean = Σx/D; var = Σ(x − mean)²/D (biased, second pass); std = sqrt(var + eps);
+ * xhat = (x − mean)/std; out = gamma·xhat + beta (NULL gamma/beta act as 1/0); row_std[r] = std.
+ * Every sum of a row runs over its columns in ascending order; the rows' sums are interleaved
+ * only so that their dependency chains overlap. xhat and out may alias in. */
+STRIX_HD static inline void strix_layer_norm_rows_forward(const float *in, const float *gamma,
                                                           const float *beta, float *xhat,
-                                                          float *out, size_t cols, float eps) {
-    float total = 0.0f;
-    for (size_t j = 0; j < cols; j++) total += in[j];
-    float mean = total / (float)cols;
-    float squares = 0.0f;
-    for (size_t j = 0; j < cols; j++) {
-        float centred = in[j] - mean;
-        squares += centred * centred;
+                                                          float *out, float *row_std, size_t count,
+                                                          size_t cols, float eps) {
+    float mean[STRIX_LN_GROUP], squares[STRIX_LN_GROUP];
+    for (size_t r = 0; r < count; r++) mean[r] = 0.0f;
+    for (size_t j = 0; j < cols; j++)
+        for (size_t r = 0; r < count; r++) mean[r] += in[r * cols + j];
+    for (size_t r = 0; r < count; r++) {
+        mean[r] = mean[r] / (float)cols;
+        squares[r] = 0.0f;
     }
-    float std = sqrtf(squares / (float)cols + eps);
     for (size_t j = 0; j < cols; j++) {
-        float normed = (in[j] - mean) / std;
-        xhat[j] = normed;
-        float scaled = gamma ? gamma[j] * normed : normed;
-        out[j] = beta ? scaled + beta[j] : scaled;
+        for (size_t r = 0; r < count; r++) {
+            float centred = in[r * cols + j] - mean[r];
+            squares[r] += centred * centred;
+        }
     }
-    return std;
+    for (size_t r = 0; r < count; r++) {
+        float std = sqrtf(squares[r] / (float)cols + eps);
+        row_std[r] = std;
+        const float *x = in + r * cols;
+        float *xh = xhat + r * cols, *y = out + r * cols;
+        for (size_t j = 0; j < cols; j++) {
+            float normed = (x[j] - mean[r]) / std;
+            xh[j] = normed;
+            float scaled = gamma ? gamma[j] * normed : normed;
+            y[j] = beta ? scaled + beta[j] : scaled;
+        }
+    }
 }
 
-/* LayerNorm input gradient of one row: g = grad_out·gamma (gamma NULL = 1);
- * grad_in = (D·g − Σg − xhat·Σ(g·xhat)) / (D·std). grad_in may alias grad_out. */
-STRIX_HD static inline void strix_layer_norm_row_backward(const float *grad_out, const float *gamma,
-                                                          const float *xhat, float std,
-                                                          float *grad_in, size_t cols) {
-    float sum_g = 0.0f;
-    float sum_g_xhat = 0.0f;
+/* LayerNorm input gradient of `count` (1..STRIX_LN_GROUP) consecutive rows, each on its own:
+ * g = grad_out·gamma (gamma NULL = 1); grad_in = (D·g − Σg − xhat·Σ(g·xhat)) / (D·std), the sums
+ * over the row's columns ascending (rows interleaved only to overlap their chains).
+ * grad_in may alias grad_out. */
+STRIX_HD static inline void strix_layer_norm_rows_backward(const float *grad_out,
+                                                           const float *gamma, const float *xhat,
+                                                           const float *row_std, float *grad_in,
+                                                           size_t count, size_t cols) {
+    float sum_g[STRIX_LN_GROUP], sum_g_xhat[STRIX_LN_GROUP];
+    for (size_t r = 0; r < count; r++) sum_g[r] = 0.0f, sum_g_xhat[r] = 0.0f;
     for (size_t j = 0; j < cols; j++) {
-        float g = gamma ? grad_out[j] * gamma[j] : grad_out[j];
-        sum_g += g;
-        sum_g_xhat += g * xhat[j];
+        for (size_t r = 0; r < count; r++) {
+            size_t at = r * cols + j;
+            float g = gamma ? grad_out[at] * gamma[j] : grad_out[at];
+            sum_g[r] += g;
+            sum_g_xhat[r] += g * xhat[at];
+        }
     }
     float width = (float)cols;
-    float denom = width * std;
-    for (size_t j = 0; j < cols; j++) {
-        float g = gamma ? grad_out[j] * gamma[j] : grad_out[j];
-        grad_in[j] = (width * g - sum_g - xhat[j] * sum_g_xhat) / denom;
+    for (size_t r = 0; r < count; r++) {
+        float denom = width * row_std[r];
+        const float *dy = grad_out + r * cols, *xh = xhat + r * cols;
+        float *dx = grad_in + r * cols;
+        for (size_t j = 0; j < cols; j++) {
+            float g = gamma ? dy[j] * gamma[j] : dy[j];
+            dx[j] = (width * g - sum_g[r] - xh[j] * sum_g_xhat[r]) / denom;
+        }
     }
 }
 

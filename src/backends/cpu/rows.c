@@ -39,11 +39,16 @@ strix_status cpu_layer_norm_forward(strix_backend *be, const float *in, const fl
                                     const float *beta, float *xhat, float *out, float *row_std,
                                     size_t rows, size_t cols, float eps) {
     (void)be;
-    CPU_PARALLEL_FOR_IF(MANY_ROWS(rows, cols))
-    for (size_t r = 0; r < rows; r++) {
-        size_t at = r * cols;
-        row_std[r] = strix_layer_norm_row_forward(in + at, gamma, beta, xhat + at, out + at, cols,
-                                                  eps);
+    size_t groups = (rows + STRIX_LN_GROUP - 1) / STRIX_LN_GROUP;
+    CPU_PARALLEL_FOR_IF(groups > 1 && MANY_ROWS(rows, cols))
+    for (size_t g = 0; g < groups; g++) {
+        size_t r = g * STRIX_LN_GROUP, at = r * cols;
+        if (rows - r >= STRIX_LN_GROUP) /* a constant count: the row loops unroll */
+            strix_layer_norm_rows_forward(in + at, gamma, beta, xhat + at, out + at, row_std + r,
+                                          STRIX_LN_GROUP, cols, eps);
+        else
+            strix_layer_norm_rows_forward(in + at, gamma, beta, xhat + at, out + at, row_std + r,
+                                          rows - r, cols, eps);
     }
     return STRIX_OK;
 }
@@ -52,11 +57,17 @@ strix_status cpu_layer_norm_backward(strix_backend *be, const float *grad_out, c
                                      const float *xhat, const float *row_std, float *grad_in,
                                      size_t rows, size_t cols) {
     (void)be;
-    CPU_PARALLEL_FOR_IF(MANY_ROWS(rows, cols))
-    for (size_t r = 0; r < rows; r++) {
-        size_t at = r * cols;
-        strix_layer_norm_row_backward(grad_out + at, gamma, xhat + at, row_std[r], grad_in + at,
-                                      cols);
+    size_t groups = (rows + STRIX_LN_GROUP - 1) / STRIX_LN_GROUP;
+    CPU_PARALLEL_FOR_IF(groups > 1 && MANY_ROWS(rows, cols))
+    for (size_t g = 0; g < groups; g++) {
+        size_t r = g * STRIX_LN_GROUP, at = r * cols;
+        size_t count = rows - r >= STRIX_LN_GROUP ? STRIX_LN_GROUP : rows - r;
+        if (count == STRIX_LN_GROUP) /* a constant count: the row loops unroll */
+            strix_layer_norm_rows_backward(grad_out + at, gamma, xhat + at, row_std + r,
+                                           grad_in + at, STRIX_LN_GROUP, cols);
+        else
+            strix_layer_norm_rows_backward(grad_out + at, gamma, xhat + at, row_std + r,
+                                           grad_in + at, count, cols);
     }
     return STRIX_OK;
 }
