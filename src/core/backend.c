@@ -13,9 +13,6 @@
 #ifdef STRIX_HAVE_OPENMP
 #include <omp.h>
 #endif
-#ifdef STRIX_HAVE_BLAS
-#include <cblas.h> /* openblas_set_num_threads */
-#endif
 
 // ---- registry ----------------------------------------------------------------------------------
 
@@ -46,15 +43,16 @@ strix_device strix_backend_device(const strix_backend *be) { return be->device; 
 // ---- threads -----------------------------------------------------------------------------------
 
 void strix_set_num_threads(int n) {
+#ifdef STRIX_HAVE_BLAS
+    /* One threading model: the cpu-blas backend splits GEMMs across OpenMP threads and keeps
+     * OpenBLAS's own pool at one thread (its spinning workers fought our OpenMP loops:
+     * src/backends/cpu/gemm_blas.c). First, because OpenBLAS's OpenMP build implements this
+     * call with omp_set_num_threads(1). */
+    strix_cpu_blas_hold_one_thread();
+#endif
 #ifdef STRIX_HAVE_OPENMP
     if (n <= 0) n = omp_get_num_procs();
     omp_set_num_threads(n);
-#endif
-#ifdef STRIX_HAVE_BLAS
-    /* One threading model: the cpu-blas backend splits GEMMs across OpenMP threads and keeps
-     * OpenBLAS's own pthread pool at one thread (its spinning workers fought our OpenMP loops:
-     * src/backends/cpu/gemm_blas.c). */
-    openblas_set_num_threads(1);
 #endif
     (void)n;
 }

@@ -100,5 +100,9 @@ struct strix_backend {
 
 /* Constructors of the built-in backends (src/backends/<name>/). */
 strix_status strix_cpu_backend_create(bool use_blas, strix_backend **out);
+#ifdef STRIX_HAVE_BLAS
+/* Holds OpenBLAS's own thread pool at one thread, keeping the OpenMP thread count (cpu-blas). */
+void strix_cpu_blas_hold_one_thread(void);
+#endif
 
 #endif

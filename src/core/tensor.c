@@ -1,6 +1,7 @@
 /*
  * tensor.c - allocation, views and shapes of strix_tensor. Memory comes from the owner backend.
  */
+#include <stdint.h>
 #include <string.h>
 
 #include "strix/backend.h"
@@ -11,13 +12,19 @@ int64_t strix_tensor_numel(const strix_tensor *t) {
     return n;
 }
 
+/* Sets the shape after checking it: dims >= 0, and a byte size that fits in size_t (so numel and
+ * numel·4 never overflow anywhere downstream). */
 static strix_status set_shape(strix_tensor *t, int ndim, const int64_t *shape) {
     if (ndim < 1 || ndim > STRIX_MAX_DIMS) return strix_error(STRIX_ERR_ARG, "tensor: %d dims", ndim);
-    t->ndim = ndim;
-    for (int d = 0; d < STRIX_MAX_DIMS; d++) {
-        t->shape[d] = d < ndim ? shape[d] : 1;
-        if (t->shape[d] < 0) return strix_error(STRIX_ERR_ARG, "tensor: negative dim %d", d);
+    int64_t numel = 1;
+    for (int d = 0; d < ndim; d++) {
+        if (shape[d] < 0) return strix_error(STRIX_ERR_ARG, "tensor: negative dim %d", d);
+        if (__builtin_mul_overflow(numel, shape[d], &numel) ||
+            (uint64_t)numel > SIZE_MAX / sizeof(float))
+            return strix_error(STRIX_ERR_ARG, "tensor: %d-dim shape too large to address", ndim);
     }
+    t->ndim = ndim;
+    for (int d = 0; d < STRIX_MAX_DIMS; d++) t->shape[d] = d < ndim ? shape[d] : 1;
     return STRIX_OK;
 }
 
@@ -46,7 +53,9 @@ strix_status strix_tensor_new(strix_backend *be, int ndim, const int64_t *shape,
                               strix_tensor *out) {
     memset(out, 0, sizeof *out);
     STRIX_TRY(strix_tensor_ensure(be, out, ndim, shape));
-    return strix_fill(be, out->data, 0.0f, (size_t)strix_tensor_numel(out));
+    strix_status s = strix_fill(be, out->data, 0.0f, (size_t)strix_tensor_numel(out));
+    if (s != STRIX_OK) strix_tensor_free(out);
+    return s;
 }
 
 strix_tensor strix_tensor_view(float *data, strix_device device, int ndim, const int64_t *shape) {

@@ -137,7 +137,7 @@ strix_status strix_cpu_backend_create(bool use_blas, strix_backend **out) {
     if (use_blas) {
         be->vt = &cpu_blas_vtable;
         be->name = "cpu-blas";
-        cpu_blas_init();
+        strix_cpu_blas_hold_one_thread();
     }
 #endif
     be->device = STRIX_DEVICE_CPU;

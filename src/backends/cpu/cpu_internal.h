@@ -62,8 +62,6 @@ strix_status cpu_gemm_batched(strix_backend *be, const strix_gemm_batch *g);
 strix_status cpu_blas_gemm_ex(strix_backend *be, const float *a, bool ta, const float *b, bool tb,
                               float *out, size_t m, size_t k, size_t n, float beta);
 strix_status cpu_blas_gemm_batched(strix_backend *be, const strix_gemm_batch *g);
-/* Holds OpenBLAS to one thread: the cpu-blas backend threads its GEMMs with OpenMP. */
-void cpu_blas_init(void);
 #endif
 
 strix_status cpu_add(strix_backend *be, const float *a, const float *b, float *out, size_t n);

@@ -1,8 +1,8 @@
 /*
  * gemm_blas.c - the cpu-blas backend's GEMM slots on OpenBLAS (cblas_sgemm, row-major).
  *
- * One threading model, on purpose: OpenMP. OpenBLAS is held to one thread (cpu_blas_init), and a
- * large GEMM is cut into 64-row (or 64-column) blocks of the output that OpenMP threads share,
+ * One threading model, on purpose: OpenMP. OpenBLAS is held to one thread
+ * (strix_cpu_blas_hold_one_thread), and a large GEMM is cut into 64-row (or 64-column) blocks of the output that OpenMP threads share,
  * each block one single-threaded cblas_sgemm. Debian's pthread OpenBLAS would otherwise keep a
  * second pool of workers spinning against our OpenMP loops (DESIGN.md, "oversubscription").
  * The cut depends only on the shape, so results are bit-identical for any thread count; they
@@ -13,9 +13,23 @@
 
 #include <cblas.h>
 
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
 #include "backends/cpu/cpu_internal.h"
 
-void cpu_blas_init(void) { openblas_set_num_threads(1); }
+void strix_cpu_blas_hold_one_thread(void) {
+#ifdef _OPENMP
+    /* OpenBLAS's OpenMP build implements this with omp_set_num_threads(1): keep the caller's
+     * OpenMP thread count. */
+    int threads = omp_get_max_threads();
+    openblas_set_num_threads(1);
+    omp_set_num_threads(threads);
+#else
+    openblas_set_num_threads(1);
+#endif
+}
 
 typedef struct blas_problem {
     const float *a;
