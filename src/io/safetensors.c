@@ -14,6 +14,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <fcntl.h>
+#include <unistd.h>
 
 #include <cjson/cJSON.h>
 
@@ -370,29 +373,31 @@ strix_status strix_safetensors_parse(const void *bytes, size_t n, strix_safetens
 
 strix_status strix_safetensors_read(const char *path, strix_safetensors **out) {
     *out = NULL;
-    FILE *f = fopen(path, "rb");
-    if (!f) return strix_error(STRIX_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
-    unsigned char *buf = NULL;
-    size_t size = 0, cap = 0;
-    strix_status s = STRIX_OK;
-    for (;;) {
-        if (size == cap) {
-            cap = cap ? 2 * cap : 1 << 20;
-            unsigned char *grown = realloc(buf, cap);
-            if (!grown) {
-                s = strix_error(STRIX_ERR_ALLOC, "out of memory reading '%s'", path);
-                break;
-            }
-            buf = grown;
-        }
-        size_t got = fread(buf + size, 1, cap - size, f);
-        size += got;
-        if (got == 0) {
-            if (ferror(f)) s = strix_error(STRIX_ERR_IO, "cannot read '%s': %s", path,
-                                           strerror(errno));
-            break;
-        }
+    /* Only a regular file, read to its size: a FIFO would block (hence O_NONBLOCK for the open)
+     * and /dev/zero never end. */
+    int fd = open(path, O_RDONLY | O_NONBLOCK);
+    if (fd < 0) return strix_error(STRIX_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        return strix_error(STRIX_ERR_IO, "'%s' is not a regular file", path);
     }
+    FILE *f = fdopen(fd, "rb");
+    if (!f) {
+        close(fd);
+        return strix_error(STRIX_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
+    }
+    if ((uint64_t)st.st_size > SIZE_MAX / 2) {
+        fclose(f);
+        return strix_error(STRIX_ERR_IO, "'%s' is too large to read", path);
+    }
+    size_t size = (size_t)st.st_size;
+    unsigned char *buf = malloc(size ? size : 1);
+    strix_status s = STRIX_OK;
+    if (!buf) s = strix_error(STRIX_ERR_ALLOC, "out of memory reading '%s'", path);
+    else if (fread(buf, 1, size, f) != size)
+        s = strix_error(STRIX_ERR_IO, "cannot read '%s': %s", path,
+                        ferror(f) ? strerror(errno) : "the file shrank while being read");
     fclose(f);
     if (s == STRIX_OK) {
         s = strix_safetensors_parse(buf, size, out);

@@ -125,4 +125,10 @@ after=$(sha256sum <keep.safetensors)
 [ "$before" = "$after" ] && ok "existing checkpoint untouched" \
     || fail "keep.safetensors changed during failed runs"
 ls ./*.tmp.* >/dev/null 2>&1 && fail "temp files left behind: $(ls ./*.tmp.*)"
+# ---- a model path that is not a regular file never blocks or reads forever
+mkfifo model_fifo
+expect_error "sample --model FIFO" "is not a regular file" timeout 10 "$STRIX" sample --model model_fifo
+expect_error "sample --model /dev/zero" "is not a regular file" \
+    timeout 10 "$STRIX" sample --model /dev/zero
+expect_error "train --resume FIFO" "is not a regular file" timeout 10 "$STRIX" train --resume model_fifo
 finish
