@@ -613,24 +613,37 @@ static int check_out(const char *out, const char *data) {
  * when another process holds it. */
 static int lock_out(run *r) {
     snprintf(r->lock_path, sizeof r->lock_path, "%s.lock", r->out);
-    int fd = open(r->lock_path, O_RDWR | O_CREAT, 0644);
-    if (fd < 0) {
-        fprintf(stderr, "strix train: cannot create the lock file %s: %s\n", r->lock_path,
-                strerror(errno));
-        return 2;
+    /* The lock file is removed at exit, so a lock taken on a file that was unlinked meanwhile
+     * protects nothing: after locking, check that the path still names the locked file. */
+    for (int attempt = 0; attempt < 8; attempt++) {
+        int fd = open(r->lock_path, O_RDWR | O_CREAT, 0644);
+        if (fd < 0) {
+            fprintf(stderr, "strix train: cannot create the lock file %s: %s\n", r->lock_path,
+                    strerror(errno));
+            return 2;
+        }
+        if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+            int err = errno;
+            close(fd);
+            if (err == EWOULDBLOCK)
+                fprintf(stderr, "strix train: another strix process is training into %s (it "
+                                "holds %s); choose another --out or wait for it\n", r->out,
+                        r->lock_path);
+            else
+                fprintf(stderr, "strix train: cannot lock %s: %s\n", r->lock_path,
+                        strerror(err));
+            return 2;
+        }
+        struct stat held, named;
+        if (fstat(fd, &held) == 0 && stat(r->lock_path, &named) == 0 &&
+            held.st_dev == named.st_dev && held.st_ino == named.st_ino) {
+            r->lock_fd = fd;
+            return 0;
+        }
+        close(fd); /* the file was removed by the process that held it: take the new one */
     }
-    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
-        int err = errno;
-        close(fd);
-        if (err == EWOULDBLOCK)
-            fprintf(stderr, "strix train: another strix process is training into %s (it holds "
-                            "%s); choose another --out or wait for it\n", r->out, r->lock_path);
-        else
-            fprintf(stderr, "strix train: cannot lock %s: %s\n", r->lock_path, strerror(err));
-        return 2;
-    }
-    r->lock_fd = fd;
-    return 0;
+    fprintf(stderr, "strix train: cannot lock %s: it keeps being replaced\n", r->lock_path);
+    return 2;
 }
 
 /* Creates the run's backend: `name` is --backend for a new run, and for a resumed run the
