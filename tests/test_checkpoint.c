@@ -465,6 +465,19 @@ static void test_gpt_checkpoint_round_trip(void **state) {
     assert_int_equal(n1, n2);
     assert_memory_equal(b1, b2, n1);
 
+    /* optimizer settings that would turn weights into NaN on resume are refused on load */
+    const char *bad_keys[] = {"adam_beta2", "adam_eps", "min_lr"};
+    for (int i = 0; i < 3; i++) {
+        strix_checkpoint_info bad = info;
+        if (i == 0) bad.train.adam_beta2 = 1.0f;   /* bias correction 1 - 1^t = 0 */
+        if (i == 1) bad.train.adam_eps = 0.0f;     /* 0/0 for a parameter never updated */
+        if (i == 2) bad.train.min_lr = 2.0f * bad.train.lr;
+        const char *bad_path = in_tmp("bad_optim.safetensors");
+        assert_int_equal(strix_checkpoint_save(bad_path, g1, &bad), STRIX_OK);
+        assert_int_equal(strix_checkpoint_open(bad_path, &ck), STRIX_ERR_FORMAT);
+        assert_non_null(strstr(strix_last_error(), bad_keys[i]));
+    }
+
     /* a plain safetensors file is not a checkpoint */
     assert_int_equal(strix_checkpoint_open("tests/golden/io/ref-f32.st", &ck),
                      STRIX_ERR_FORMAT);

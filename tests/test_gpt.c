@@ -372,6 +372,14 @@ static void test_config(void **state) {
     c.head_sizes[1] = 25;
     assert_int_equal(strix_gpt_config_check(&c), STRIX_ERR_ARG);
     assert_string_equal(strix_last_error(), "RoPE needs an even head size (got 15)");
+    // non-finite floats never pass (a checkpoint could not store them), RoPE on or off
+    c = strix_gpt_config_default();
+    c.vocab_size = 65;
+    c.ln_eps = INFINITY;
+    assert_int_equal(strix_gpt_config_check(&c), STRIX_ERR_ARG);
+    c.ln_eps = 1e-5f;
+    c.rope_base = NAN;
+    assert_int_equal(strix_gpt_config_check(&c), STRIX_ERR_ARG);
     c = strix_gpt_config_default();
     c.vocab_size = 65;
     c.block_size = 0;

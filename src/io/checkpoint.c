@@ -410,9 +410,13 @@ static strix_status parse_info(meta_reader *r, strix_checkpoint_info *info) {
     t->warmup = meta_i64(r, "warmup", 0, big);
     t->weight_decay = meta_f32(r, "weight_decay", 0.0, 1e6);
     t->clip = meta_f32(r, "clip", 0.0, 1e30);
-    t->adam_beta1 = meta_f32(r, "adam_beta1", 0.0, 1.0);
-    t->adam_beta2 = meta_f32(r, "adam_beta2", 0.0, 1.0);
-    t->adam_eps = meta_f32(r, "adam_eps", 0.0, 1.0);
+    /* beta < 1 and eps > 0: beta = 1 zeroes Adam's bias correction, eps = 0 divides 0 by 0 */
+    t->adam_beta1 = meta_f32(r, "adam_beta1", 0.0, 0.9999999);
+    t->adam_beta2 = meta_f32(r, "adam_beta2", 0.0, 0.9999999);
+    t->adam_eps = meta_f32(r, "adam_eps", 1e-30, 1.0);
+    if (r->s == STRIX_OK && t->min_lr > t->lr)
+        r->s = strix_error(STRIX_ERR_FORMAT, "checkpoint '%s': min_lr %g exceeds lr %g", r->path,
+                           (double)t->min_lr, (double)t->lr);
     t->batch = (int)meta_i64(r, "batch", 1, 1 << 24);
     t->seed = meta_u64(r, "seed", 10);
     t->eval_every = meta_i64(r, "eval_every", 1, big);

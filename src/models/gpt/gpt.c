@@ -69,10 +69,11 @@ strix_status strix_gpt_config_check(const strix_gpt_config *c) {
     if (c->d_ff < 0) return strix_error(STRIX_ERR_ARG, "d_ff must be >= 0 (got %d)", c->d_ff);
     if (c->mlp_act != STRIX_MLP_GELU && c->mlp_act != STRIX_MLP_RELU)
         return strix_error(STRIX_ERR_ARG, "mlp_act %d is neither GELU nor ReLU", (int)c->mlp_act);
-    if (!(c->ln_eps > 0.0f))
-        return strix_error(STRIX_ERR_ARG, "ln_eps must be positive (got %g)", (double)c->ln_eps);
-    if (c->rope && !(c->rope_base > 0.0f))
-        return strix_error(STRIX_ERR_ARG, "rope_base must be positive (got %g)",
+    if (!(c->ln_eps > 0.0f) || !isfinite(c->ln_eps))
+        return strix_error(STRIX_ERR_ARG, "ln_eps must be positive and finite (got %g)",
+                           (double)c->ln_eps);
+    if (!(c->rope_base > 0.0f) || !isfinite(c->rope_base)) /* checked even with RoPE off: saved */
+        return strix_error(STRIX_ERR_ARG, "rope_base must be positive and finite (got %g)",
                            (double)c->rope_base);
     if (c->head_sizes[0] > 0) {
         int sum = 0;
