@@ -511,6 +511,20 @@ static void test_golden_attention(void **state) {
     OK(strix_attention_new(&b.ps, "m", &cfg, &a));
     b.m = &a->base;
     golden_module(be, &b.ps, b.m, "attn_hetero_rope.bin");
+
+    /* a decode step overwrites the forward's buffers: backward is refused until the next forward */
+    const int64_t shape[3] = {2, 8, 16}, row[2] = {1, 16};
+    strix_tensor x, x1;
+    OK(strix_tensor_new(be, 3, shape, &x));
+    OK(strix_tensor_new(be, 2, row, &x1));
+    const strix_tensor *y, *y1, *dx;
+    OK(strix_attention_forward(a, &x, &y));
+    OK(strix_attention_decode(a, &x1, 0, &y1));
+    assert_int_equal(strix_attention_backward(a, &x, &dx), STRIX_ERR_ARG);
+    OK(strix_attention_forward(a, &x, &y));
+    OK(strix_attention_backward(a, y, &dx));
+    strix_tensor_free(&x);
+    strix_tensor_free(&x1);
     release(&b);
 }
 

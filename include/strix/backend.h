@@ -9,7 +9,9 @@
  * Outputs are overwritten (`=`) unless the comment says `+=`. Sizes are elements, not bytes.
  *
  * Every function returns STRIX_OK, STRIX_ERR_UNSUPPORTED (no such slot), or, on GPU backends,
- * STRIX_ERR_DEVICE with the failing call named in strix_last_error().
+ * STRIX_ERR_DEVICE with the failing call named in strix_last_error(). The GEMMs may also return
+ * STRIX_ERR_ALLOC: the CPU backends keep a packing workspace per thread that grows on first use
+ * (and when k or the thread count grows), so a training step allocates only in its first step.
  */
 #ifndef STRIX_BACKEND_H
 #define STRIX_BACKEND_H
@@ -34,8 +36,9 @@ STRIX_API void strix_backend_free(strix_backend *be);
 STRIX_API const char *strix_backend_name(const strix_backend *be);
 STRIX_API strix_device strix_backend_device(const strix_backend *be);
 
-/* Sets the number of host threads used by CPU backends (OpenMP loops and OpenBLAS); n <= 0 means
- * "all cores". Results never depend on it. */
+/* Sets the number of OpenMP threads the CPU backends use when called from this host thread
+ * (OpenMP's per-thread setting); OpenBLAS's own pool stays at one thread. n <= 0 means "all
+ * cores". Results never depend on it. */
 STRIX_API void strix_set_num_threads(int n);
 STRIX_API int strix_get_num_threads(void);
 

@@ -6,7 +6,7 @@
  * Tokens are bytes (decisions.md: "Character vocabulary"): the vocabulary is the sorted set of
  * distinct bytes (unsigned char) present, so any text trains and multi-byte UTF-8 is learned byte
  * by byte. Not here: subword tokenisers, shuffling of whole documents, streaming of corpora that
- * do not fit in memory, and sampling from a model (tools/strix/sampler.c).
+ * do not fit in memory, and sampling from a model (strix/sample.h).
  */
 #ifndef STRIX_DATA_H
 #define STRIX_DATA_H

@@ -72,7 +72,8 @@ typedef struct strix_linear {
 /* Declares `<prefix>.weight` (out,in) with init N(0, init_std) and decay, and, if `bias`,
  * `<prefix>.bias` (out) with init 0 and no decay. If `tied_weight` is non-NULL, the weight is
  * declared as `<prefix>.weight` tied to it (strix_params_tie) and must have shape (out,in).
- * Returns STRIX_ERR_ALLOC or STRIX_ERR_ARG (bad sizes). */
+ * Returns STRIX_ERR_ALLOC, STRIX_ERR_ARG (bad sizes) or STRIX_ERR_SHAPE (a tied weight whose
+ * shape is not (out_features, in_features)). */
 STRIX_API strix_status strix_linear_new(strix_params *ps, const char *prefix, int in_features,
                                         int out_features, bool bias, float init_std,
                                         strix_param *tied_weight, strix_linear **out);
@@ -179,13 +180,14 @@ STRIX_API strix_status strix_attention_new(strix_params *ps, const char *prefix,
 /* x (B,T,C), T <= block_size -> y (B,T,C). STRIX_ERR_SHAPE otherwise. */
 STRIX_API strix_status strix_attention_forward(strix_attention *m, const strix_tensor *x,
                                                const strix_tensor **y);
-/* dy (B,T,C) -> dx (B,T,C); c_attn/c_proj grads `+=`. */
+/* dy (B,T,C) -> dx (B,T,C); c_attn/c_proj grads `+=`. STRIX_ERR_ARG without a forward since the
+ * last decode step. */
 STRIX_API strix_status strix_attention_backward(strix_attention *m, const strix_tensor *dy,
                                                 const strix_tensor **dx);
 /* One decoding step for batch 1: x (1,C) is the token at position `pos` (< block_size); its
  * rotated k,v are stored in the cache row `pos`, and the query attends over cache rows 0..pos.
  * Rows < pos must come from earlier calls (the caller resets by starting again at pos 0).
- * Overwrites the buffers of the last forward (a later backward is invalid). */
+ * Overwrites the buffers of the last forward (a later backward returns STRIX_ERR_ARG). */
 STRIX_API strix_status strix_attention_decode(strix_attention *m, const strix_tensor *x,
                                               int pos, const strix_tensor **y);
 

@@ -211,6 +211,9 @@ strix_status strix_attention_forward(strix_attention *m, const strix_tensor *x,
 strix_status strix_attention_backward(strix_attention *m, const strix_tensor *dy,
                                       const strix_tensor **dx) {
     strix_backend *be = m->base.be;
+    if (m->B <= 0)
+        return strix_error(STRIX_ERR_ARG, "attention backward: needs a forward first (a decode "
+                                          "step overwrites the forward's buffers)");
     size_t B = (size_t)m->B, T = (size_t)m->T, C = (size_t)m->C, NH = (size_t)m->NH;
     const strix_tensor *dyh_t;
     STRIX_TRY(strix_linear_backward(m->c_proj, dy, &dyh_t));
@@ -272,6 +275,7 @@ strix_status strix_attention_decode(strix_attention *m, const strix_tensor *x, i
         return strix_error(STRIX_ERR_ARG, "attention decode: position %d outside [0, %d)", pos,
                            m->block_size);
     strix_backend *be = m->base.be;
+    m->B = 0; /* the step overwrites the forward's buffers: no backward until the next forward */
     size_t C = (size_t)m->C, n = (size_t)pos + 1, bs = (size_t)m->block_size;
     const strix_tensor *qkv_t;
     STRIX_TRY(strix_linear_forward(m->c_attn, x, &qkv_t));

@@ -143,8 +143,6 @@ int cmd_sample(int argc, char **argv) {
     if (s == STRIX_OK) {
         strix_set_num_threads(f.threads);
         s = strix_backend_init(f.backend, &be);
-        if (s == STRIX_ERR_UNSUPPORTED && !args_find(specs, NSAMPLE_SPECS, "backend")->seen)
-            s = strix_backend_init("cpu", &be);
     }
     if (s == STRIX_OK) s = strix_gpt_new(be, &strix_checkpoint_info_of(ck)->model, &g);
     if (s == STRIX_OK) s = strix_checkpoint_restore(ck, g, false);
