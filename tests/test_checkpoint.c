@@ -321,7 +321,7 @@ static void test_failed_save_leaves_old_file(void **state) {
 
     /* 1. the temp file cannot be created: a directory already carries its name */
     char tmp[512];
-    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+    strix_atomic_temp_path(path, tmp, sizeof tmp);
     assert_int_equal(mkdir(tmp, 0755), 0);
     assert_int_equal(strix_safetensors_write(path, &new_t, 1, NULL, 0), STRIX_ERR_IO);
     assert_non_null(strstr(strix_last_error(), "cannot create"));
@@ -338,7 +338,7 @@ static void test_failed_save_leaves_old_file(void **state) {
     write_all(in_tmp("is_a_dir/inside"), "x", 1);
     assert_int_equal(strix_safetensors_write(dir_target, &new_t, 1, NULL, 0), STRIX_ERR_IO);
     assert_non_null(strstr(strix_last_error(), "left as it was"));
-    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", dir_target, (long)getpid());
+    strix_atomic_temp_path(dir_target, tmp, sizeof tmp);
     struct stat sb;
     assert_int_not_equal(stat(tmp, &sb), 0);
 

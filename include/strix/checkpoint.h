@@ -87,6 +87,11 @@ STRIX_API void strix_safetensors_free(strix_safetensors *st);
 STRIX_API strix_status strix_write_file_atomic(const char *path, const void *const *chunks,
                                                const size_t *sizes, int n);
 
+/* The temp file name strix_write_file_atomic uses for `path` in this process, into buf (cap
+ * bytes; truncated if too small), so a caller can check before a long run that it can be
+ * created. */
+STRIX_API void strix_atomic_temp_path(const char *path, char *buf, size_t cap);
+
 // ---- GPT checkpoint ----------------------------------------------------------------------------
 
 #define STRIX_PATH_MAX 4096

@@ -43,13 +43,17 @@ static strix_status sync_parent_dir(const char *path) {
     return STRIX_OK;
 }
 
+void strix_atomic_temp_path(const char *path, char *buf, size_t cap) {
+    snprintf(buf, cap, "%s.tmp.%ld", path, (long)getpid());
+}
+
 strix_status strix_write_file_atomic(const char *path, const void *const *chunks,
                                      const size_t *sizes, int n) {
     char tmp[STRIX_PATH_MAX + 32];
     if (!path || !path[0]) return strix_error(STRIX_ERR_ARG, "empty output path");
     if (strlen(path) >= STRIX_PATH_MAX)
         return strix_error(STRIX_ERR_ARG, "output path too long: %s", path);
-    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+    strix_atomic_temp_path(path, tmp, sizeof tmp);
 
     /* O_EXCL: never write through a file (or link) that happens to carry the temp name. */
     int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL, 0644);

@@ -596,7 +596,7 @@ static int check_out(const char *out, const char *data) {
         return 2;
     }
     char tmp[STRIX_PATH_MAX + 32];
-    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", out, (long)getpid());
+    strix_atomic_temp_path(out, tmp, sizeof tmp);
     int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL, 0644);
     if (fd < 0) {
         fprintf(stderr, "strix train: cannot write the checkpoint %s: %s\n", out,
