@@ -178,10 +178,11 @@ static void test_gemm_threads_bit_identical(void **state) {
 
 /* gemm_batched against the float loop (own kernel: bit-exact; BLAS: the rounding bound via a
  * double loop), with ld > row width, strides with gaps, alpha, beta, and sentinels in the gaps. */
+static size_t ld_extra; /* added to every leading dimension (attention's head slices) */
 static bool check_batched(strix_backend *be, bool own, size_t m, size_t k, size_t n, bool ta,
                           bool tb, size_t batch, float alpha, float beta, strix_gemm_skip skip) {
     size_t a_rows = ta ? k : m, a_cols = ta ? m : k, b_rows = tb ? n : k, b_cols = tb ? k : n;
-    size_t lda = a_cols + 3, ldb = b_cols + 5, ldc = n + 2;
+    size_t lda = a_cols + 3 + ld_extra, ldb = b_cols + 5 + ld_extra, ldc = n + 2 + ld_extra;
     size_t stride_a = a_rows * lda + 7, stride_b = b_rows * ldb + 1, stride_c = m * ldc + 4;
     size_t size_a = stride_a * batch, size_b = stride_b * batch, size_c = stride_c * batch;
     float *a = tl_malloc_floats(size_a), *b = tl_malloc_floats(size_b);
@@ -255,6 +256,14 @@ static void test_gemm_batched(void **state) {
             assert_true(check_batched(be, own, 17, 19, 29, ta, tb, 2, 1.0f, 0.0f, skip));
             assert_true(check_batched(be, own, 130, 300, 140, ta, tb, 1, 1.0f, 0.0f, skip));
             assert_true(check_batched(be, own, 40, 300, 300, ta, tb, 1, 1.0f, 0.5f, skip));
+            /* head slices of a (B,T,3C) buffer: row strides near 384, batch 16, T 64, hs 32 */
+            ld_extra = 349;
+            assert_true(check_batched(be, own, 64, 32, 64, ta, tb, 16, 1.0f, 0.0f, skip));
+            assert_true(check_batched(be, own, 64, 64, 32, ta, tb, 16, 1.0f, 0.0f, skip));
+            assert_true(check_batched(be, own, 63, 63, 17, ta, tb, 3, 1.0f, 0.0f, skip));
+            assert_true(check_batched(be, own, 65, 65, 33, ta, tb, 3, 1.0f, 0.0f, skip));
+            assert_true(check_batched(be, own, 65, 17, 65, ta, tb, 2, 1.0f, 0.0f, skip));
+            ld_extra = 0;
         }
         strix_backend_free(be);
     }

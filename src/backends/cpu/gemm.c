@@ -338,8 +338,10 @@ static void gemm_single(const gemm_problem *pr, cpu_gemm_workspace *ws) {
         return;
     }
     /* A plain C = op(A)·op(B): whole micro-tiles accumulate straight in C instead of the
-     * accumulator tile (alpha 1 and beta 0 make write_back a copy, so the bits agree). */
-    bool direct = pr->alpha == 1.0f && pr->beta == 0.0f && pr->skip == STRIX_GEMM_FULL;
+     * accumulator tile (alpha 1 and beta 0 make write_back a copy, so the bits agree). Also with
+     * `skip`: a tile is skipped or shortened alike in every k-slice, and what OUT_LOWER's tiles
+     * on the diagonal write above it is unspecified anyway. */
+    bool direct = pr->alpha == 1.0f && pr->beta == 0.0f;
     for (size_t col0 = 0; col0 < n; col0 += GEMM_NC) {
         size_t cols = min_size(GEMM_NC, n - col0);
         size_t cols_padded = round_up(cols, GEMM_NR);
