@@ -119,50 +119,59 @@ static strix_status scratch_get(void *scratch, int V, ranked **r, void **owned) 
     return STRIX_OK;
 }
 
+/* The distribution both public calls draw from: either one forced token (*fixed >= 0: +inf
+ * logit or greedy), or the kept ids ranked in r[0..keep) with unnormalised weights summing to
+ * *sum. r lives in the caller's scratch or in *owned (free it after use). */
+typedef struct distribution {
+    int fixed, keep;
+    ranked *r;
+    double sum;
+    void *owned;
+} distribution;
+
+static strix_status distribution_of(const float *logits, int V, const strix_sampler_config *c,
+                                    void *scratch, distribution *d) {
+    int best;
+    d->owned = NULL;
+    STRIX_TRY(sample_scan(logits, V, c, &d->fixed, &best));
+    if (d->fixed >= 0) return STRIX_OK;
+    STRIX_TRY(scratch_get(scratch, V, &d->r, &d->owned));
+    sample_rank(logits, V, c, best, d->r, &d->keep, &d->sum);
+    return STRIX_OK;
+}
+
 strix_status strix_sample_probs(const float *logits, int V, const strix_sampler_config *c,
                                 void *scratch, double *probs) {
-    int fixed, best;
-    STRIX_TRY(sample_scan(logits, V, c, &fixed, &best));
+    distribution d;
+    STRIX_TRY(distribution_of(logits, V, c, scratch, &d));
     for (int i = 0; i < V; i++) probs[i] = 0.0;
-    if (fixed >= 0) {
-        probs[fixed] = 1.0;
+    if (d.fixed >= 0) {
+        probs[d.fixed] = 1.0;
         return STRIX_OK;
     }
-    ranked *r = NULL;
-    void *owned;
-    STRIX_TRY(scratch_get(scratch, V, &r, &owned));
-    int keep;
-    double sum;
-    sample_rank(logits, V, c, best, r, &keep, &sum);
-    for (int i = 0; i < keep; i++) probs[r[i].id] = r[i].value / sum;
-    free(owned);
+    for (int i = 0; i < d.keep; i++) probs[d.r[i].id] = d.r[i].value / d.sum;
+    free(d.owned);
     return STRIX_OK;
 }
 
 strix_status strix_sample_logits(const float *logits, int V, const strix_sampler_config *c,
                                  strix_rng *rng, void *scratch, int32_t *token) {
-    int fixed, best;
-    STRIX_TRY(sample_scan(logits, V, c, &fixed, &best));
-    if (fixed >= 0) {
-        *token = fixed;
+    distribution d;
+    STRIX_TRY(distribution_of(logits, V, c, scratch, &d));
+    if (d.fixed >= 0) {
+        *token = d.fixed;
         return STRIX_OK;
     }
-    ranked *r = NULL;
-    void *owned;
-    STRIX_TRY(scratch_get(scratch, V, &r, &owned));
-    int keep;
-    double sum;
-    sample_rank(logits, V, c, best, r, &keep, &sum);
-    double u = strix_rng_uniform(rng) * sum, acc = 0.0;
-    int32_t pick = r[keep - 1].id;
-    for (int i = 0; i < keep; i++) {
-        acc += r[i].value;
+    double u = strix_rng_uniform(rng) * d.sum, acc = 0.0;
+    int32_t pick = d.r[d.keep - 1].id;
+    for (int i = 0; i < d.keep; i++) {
+        acc += d.r[i].value;
         if (u < acc) {
-            pick = r[i].id;
+            pick = d.r[i].id;
             break;
         }
     }
-    free(owned);
+    free(d.owned);
     *token = pick;
     return STRIX_OK;
 }
