@@ -3,133 +3,15 @@
  * (tests/golden/ops/<case>.bin, written by tools/ref/ops_ref.py), plus the exact edge cases of
  * spec/decisions.md.
  *
- * Table-driven (ggml test-backend-ops style): op_cases[] lists {golden file, runner, tolerance};
- * each case runs on every backend of tl_backend_names[] (a new backend = a new name there). A
- * runner uploads the golden inputs, calls the primitive(s) and downloads the outputs; the harness
- * compares each output with the golden array of the same name (atol + rtol, or bit-exact for data
- * movement and selection), and runs every case twice - 1 thread, then 2 threads with every CPU
- * loop forced through OpenMP - and requires bit-identical results.
+ * Table-driven (ggml test-backend-ops style, tests/ops/op_harness.h): each table lists {golden
+ * file, runner, tolerance}; each case runs on every backend of tl_backend_names[] (a new backend
+ * = a new name there), at 1 and 2 threads, bit-identical. This file holds the GPT's primitives
+ * (the "core" table) and main(); tests/ops/cases_<group>.c hold the others.
  * Not here: GEMM on large and odd shapes (test_gemm.c), gradients by finite differences.
  */
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <cmocka.h>
-
-#include "testlib.h"
-#include "backends/cpu/cpu_internal.h" /* cpu_set_parallel_min_work: force loops parallel */
+#include "ops/op_harness.h"
 #include "core/backend_impl.h"
 #include "kernels/dropout.h"
-
-#define GOLDEN_DIR "tests/golden/ops/"
-#define ATOL 1e-5
-#define RTOL 1e-4
-#define MAX_OUTPUTS 24
-#define MAX_BUFFERS 64
-
-// ---- runner plumbing ---------------------------------------------------------------------------
-
-/* One output of a run: what the backend produced, and the golden array it must match. */
-typedef struct op_output {
-    char label[64];
-    const char *golden; /* name of the expected array */
-    float *host;
-    size_t count;
-    bool exact; /* bit-identical to the golden (data movement, selection) */
-} op_output;
-
-typedef struct op_run {
-    strix_backend *be;
-    const tl_golden *g;
-    op_output out[MAX_OUTPUTS];
-    int count;
-    void *buffers[MAX_BUFFERS]; /* backend memory freed after the run */
-    int buffer_count;
-} op_run;
-
-typedef void (*op_runner)(op_run *run);
-
-typedef struct op_case {
-    const char *golden; /* tests/golden/ops/<golden>.bin */
-    op_runner run;
-    double atol, rtol;
-} op_case;
-
-static void *keep(op_run *run, void *device) {
-    assert_true(run->buffer_count < MAX_BUFFERS);
-    run->buffers[run->buffer_count++] = device;
-    return device;
-}
-
-static const tl_array *need(op_run *run, const char *name) {
-    const tl_array *a = tl_golden_get(run->g, name);
-    assert_non_null(a);
-    return a;
-}
-
-static size_t count_of(op_run *run, const char *name) { return need(run, name)->count; }
-
-static float scalar(op_run *run, const char *name) { return need(run, name)->data[0]; }
-
-/* Golden array `name` uploaded to the backend. */
-static float *input(op_run *run, const char *name) {
-    const tl_array *a = need(run, name);
-    return keep(run, tl_upload(run->be, a->data, a->count * sizeof(float)));
-}
-
-/* Golden array `name` (exact floats) uploaded as int32. */
-static int32_t *input_i32(op_run *run, const char *name) {
-    const tl_array *a = need(run, name);
-    int32_t *host = malloc((a->count ? a->count : 1) * sizeof *host);
-    for (size_t i = 0; i < a->count; i++) host[i] = (int32_t)a->data[i];
-    int32_t *device = keep(run, tl_upload(run->be, host, a->count * sizeof *host));
-    free(host);
-    return device;
-}
-
-/* n floats of backend memory pre-filled with NaN, so an unwritten element shows. */
-static float *output(op_run *run, size_t n) {
-    float *device = keep(run, tl_device_alloc(run->be, n * sizeof(float)));
-    assert_int_equal(strix_fill(run->be, device, NAN, n), STRIX_OK);
-    return device;
-}
-
-static void collect(op_run *run, const char *label, const char *golden, const float *device,
-                    size_t n, bool exact) {
-    assert_true(run->count < MAX_OUTPUTS);
-    op_output *o = &run->out[run->count++];
-    snprintf(o->label, sizeof o->label, "%s", label);
-    o->golden = golden;
-    o->count = n;
-    o->exact = exact;
-    o->host = tl_malloc_floats(n);
-    assert_int_equal(strix_sync(run->be), STRIX_OK);
-    tl_download(run->be, o->host, device, n * sizeof(float));
-}
-
-static void collect_i32(op_run *run, const char *label, const char *golden,
-                        const int32_t *device, size_t n) {
-    int32_t *host = malloc((n ? n : 1) * sizeof *host);
-    tl_download(run->be, host, device, n * sizeof *host);
-    float *as_float = tl_malloc_floats(n);
-    for (size_t i = 0; i < n; i++) as_float[i] = (float)host[i];
-    free(host);
-    assert_true(run->count < MAX_OUTPUTS);
-    op_output *o = &run->out[run->count++];
-    snprintf(o->label, sizeof o->label, "%s", label);
-    o->golden = golden;
-    o->count = n;
-    o->exact = true;
-    o->host = as_float;
-}
-
-static void run_release(op_run *run) {
-    for (int i = 0; i < run->buffer_count; i++) strix_free(run->be, run->buffers[i]);
-    for (int i = 0; i < run->count; i++) free(run->out[i].host);
-    run->buffer_count = run->count = 0;
-}
-
-#define OK(call) assert_int_equal((call), STRIX_OK)
 
 // ---- runners (one per golden file) -------------------------------------------------------------
 
@@ -377,7 +259,7 @@ static void run_gemm_ex(op_run *run) {
 
 /* atol/rtol 1e-5/1e-4 everywhere: every output is O(1) and each op is a handful of roundings
  * away from PyTorch's float32 (or float64-rounded) result. */
-static const op_case op_cases[] = {
+const op_case ops_core_cases[] = {
     {"softmax_rows", run_softmax_rows, ATOL, RTOL},
     {"logsumexp_rows", run_logsumexp_rows, ATOL, RTOL},
     {"layer_norm", run_layer_norm, ATOL, RTOL},
@@ -396,79 +278,27 @@ static const op_case op_cases[] = {
     {"gemm_ex", run_gemm_ex, ATOL, RTOL},
 };
 
-// ---- the golden harness ------------------------------------------------------------------------
-
-/* Runs one case on one backend twice (1 thread; 2 threads with every loop forced parallel),
- * checks the second run against the golden and the two runs against each other bit for bit. */
-static bool check_case(const op_case *c, strix_backend *be, const tl_golden *g) {
-    op_run serial = {.be = be, .g = g}, parallel = {.be = be, .g = g};
-    strix_set_num_threads(1);
-    c->run(&serial);
-    strix_set_num_threads(2);
-    size_t previous = cpu_set_parallel_min_work(1);
-    c->run(&parallel);
-    cpu_set_parallel_min_work(previous);
-    strix_set_num_threads(0);
-
-    bool ok = serial.count == parallel.count;
-    for (int i = 0; ok && i < parallel.count; i++) {
-        const op_output *o = &parallel.out[i];
-        const tl_array *want = tl_golden_get(g, o->golden);
-        char label[160];
-        snprintf(label, sizeof label, "%s/%s/%s", c->golden, strix_backend_name(be), o->label);
-        bool good = want && want->count == o->count;
-        if (good && o->exact) good = tl_check_bits(label, o->host, want->data, o->count);
-        if (good && !o->exact)
-            good = tl_check_close(label, o->host, want->data, o->count, c->atol, c->rtol);
-        char threads_label[200];
-        snprintf(threads_label, sizeof threads_label, "%s (1 vs 2 threads)", label);
-        good = good && tl_check_bits(threads_label, serial.out[i].host, o->host, o->count);
-        ok = ok && good;
-    }
-    run_release(&serial);
-    run_release(&parallel);
-    return ok;
-}
-
+/* Every table: the core one here and those of tests/ops/cases_<group>.c. */
 static void test_golden_cases(void **state) {
     (void)state;
-    int failures = 0, runs = 0;
-    for (size_t ci = 0; ci < sizeof op_cases / sizeof op_cases[0]; ci++) {
-        const op_case *c = &op_cases[ci];
-        char path[256];
-        snprintf(path, sizeof path, GOLDEN_DIR "%s.bin", c->golden);
-        tl_golden g;
-        assert_true(tl_golden_load(path, &g));
-        for (size_t bi = 0; bi < TL_BACKEND_COUNT; bi++) {
-            strix_backend *be = tl_backend_open(tl_backend_names[bi]);
-            if (!be) continue;
-            bool ok = check_case(c, be, &g);
-            printf("  %-22s %-9s %s\n", c->golden, tl_backend_names[bi], ok ? "ok" : "FAIL");
-            failures += !ok;
-            runs++;
-            strix_backend_free(be);
-        }
-        tl_golden_free(&g);
-    }
-    printf("  %d op x backend runs, %d failed\n", runs, failures);
+    const struct {
+        const op_case *cases;
+        size_t count;
+    } tables[] = {
+        {ops_core_cases, sizeof ops_core_cases / sizeof ops_core_cases[0]},
+        {ops_extra_cases, ops_extra_case_count},
+        {ops_cnn_cases, ops_cnn_case_count},
+        {ops_lrp_cases, ops_lrp_case_count},
+        {ops_recurrent_cases, ops_recurrent_case_count},
+    };
+    int failures = 0;
+    for (size_t t = 0; t < sizeof tables / sizeof tables[0]; t++)
+        failures += run_op_cases(tables[t].cases, tables[t].count);
+    printf("  %d op x backend runs failed\n", failures);
     assert_int_equal(failures, 0);
 }
 
 // ---- exact edge cases (spec/decisions.md) -----------------------------------------------------
-
-/* Runs `body` once per available backend with `be` bound. */
-#define FOR_EACH_BACKEND(be)                                                                   \
-    for (size_t bi_ = 0; bi_ < TL_BACKEND_COUNT; bi_++)                                        \
-        for (strix_backend *be = tl_backend_open(tl_backend_names[bi_]), *once_ = be; once_;   \
-             strix_backend_free(be), once_ = NULL)
-
-static float *up(strix_backend *be, const float *host, size_t n) {
-    return tl_upload(be, host, n * sizeof(float));
-}
-
-static void down(strix_backend *be, float *host, const float *device, size_t n) {
-    tl_download(be, host, device, n * sizeof(float));
-}
 
 static void test_relu_kink(void **state) {
     (void)state;
@@ -704,6 +534,40 @@ static void test_exp_gelu_edges(void **state) {
     }
 }
 
+/* strix_clamp (torch.clamp: NaN stays NaN, infinities clamp) and the LOG activation. */
+static void test_clamp_and_log(void **state) {
+    (void)state;
+    const float x[] = {-3.0f, -1.0f, 0.0f, 0.5f, 2.0f, NAN, -INFINITY, INFINITY};
+    const float want[] = {-1.0f, -1.0f, 0.0f, 0.5f, 1.0f, NAN, -1.0f, 1.0f};
+    const float pos[] = {1.0f, 2.0f, 0.25f, 1e-30f, 3e30f, 0.0f};
+    const float g[] = {1.0f, 3.0f, 2.0f, 1.0f, 1.0f, 1.0f};
+    FOR_EACH_BACKEND(be) {
+        float *d = up(be, x, 8), got[8];
+        OK(strix_clamp(be, d, -1.0f, 1.0f, d, 8)); /* in place */
+        down(be, got, d, 8);
+        for (int i = 0; i < 8; i++) {
+            if (isnan(want[i])) assert_true(isnan(got[i]));
+            else assert_true(got[i] == want[i]);
+        }
+        float *p = up(be, pos, 6), *dg = up(be, g, 6), y[6], dx[6];
+        OK(strix_elementwise(be, STRIX_ACT_LOG, p, p, 6));
+        down(be, y, p, 6);
+        assert_true(y[0] == 0.0f && y[5] == -INFINITY);
+        for (int i = 1; i < 5; i++) {
+            double ref = log((double)pos[i]);
+            assert_true(fabs(y[i] - ref) <= 1e-6 * fabs(ref));
+        }
+        float *p2 = up(be, pos, 6);
+        OK(strix_elementwise_backward(be, STRIX_ACT_LOG, p2, dg, dg, 6)); /* grad_in == grad_out */
+        down(be, dx, dg, 6);
+        assert_true(dx[0] == 1.0f && dx[1] == 1.5f && dx[2] == 8.0f && dx[5] == INFINITY);
+        strix_free(be, d);
+        strix_free(be, p);
+        strix_free(be, p2);
+        strix_free(be, dg);
+    }
+}
+
 static void test_registry_and_unsupported(void **state) {
     (void)state;
     strix_backend *be = NULL;
@@ -744,7 +608,7 @@ static void test_registry_and_unsupported(void **state) {
 }
 
 int main(void) {
-    const struct CMUnitTest tests[] = {
+    const struct CMUnitTest core[] = {
         cmocka_unit_test(test_golden_cases),
         cmocka_unit_test(test_relu_kink),
         cmocka_unit_test(test_softmax_infinities),
@@ -754,7 +618,22 @@ int main(void) {
         cmocka_unit_test(test_reductions),
         cmocka_unit_test(test_beta_zero_ignores_nan),
         cmocka_unit_test(test_exp_gelu_edges),
+        cmocka_unit_test(test_clamp_and_log),
         cmocka_unit_test(test_registry_and_unsupported),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    int failed = cmocka_run_group_tests_name("core", core, NULL, NULL);
+    const struct {
+        const char *name;
+        const struct CMUnitTest *tests;
+        size_t count;
+    } groups[] = {
+        {"extra", ops_extra_tests, ops_extra_test_count},
+        {"cnn", ops_cnn_tests, ops_cnn_test_count},
+        {"lrp", ops_lrp_tests, ops_lrp_test_count},
+        {"recurrent", ops_recurrent_tests, ops_recurrent_test_count},
+    };
+    for (size_t i = 0; i < sizeof groups / sizeof groups[0]; i++)
+        if (groups[i].count) failed += _cmocka_run_group_tests(groups[i].name, groups[i].tests,
+                                                               groups[i].count, NULL, NULL);
+    return failed;
 }

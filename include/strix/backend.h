@@ -74,6 +74,11 @@ STRIX_API strix_status strix_gemm_ex(strix_backend *be, const float *a, bool ta,
                                      bool tb, float *out, size_t m, size_t k, size_t n,
                                      float beta);
 
+/* out (m,n) = A (m,k) · B (k,n); the spec's plain gemm: strix_gemm_ex without transposes and
+ * with beta = 0 (out is never read). */
+STRIX_API strix_status strix_gemm(strix_backend *be, const float *a, const float *b, float *out,
+                                  size_t m, size_t k, size_t n);
+
 /* strix: zero structure of causal attention's products that a backend may use to skip work
  * (`skip`; the zero value FULL means none). The caller guarantees the zeros. Skipped terms are
  * exact zeros of the ascending sum, so the own kernel gives the same bits as without the hint
@@ -107,7 +112,8 @@ STRIX_API strix_status strix_gemm_batched(strix_backend *be, const strix_gemm_ba
 /* Elementwise activations (spec order; append-only). */
 typedef enum strix_act {
     STRIX_ACT_RELU, STRIX_ACT_NEG, STRIX_ACT_TANH, STRIX_ACT_SIGMOID, STRIX_ACT_SILU,
-    STRIX_ACT_EXP, STRIX_ACT_GELU_TANH, STRIX_ACT_GELU
+    STRIX_ACT_EXP, STRIX_ACT_GELU_TANH, STRIX_ACT_GELU,
+    STRIX_ACT_LOG /* strix: natural log (derivative 1/x), for losses such as KL divergence */
 } strix_act;
 
 /* out[i] = a[i] + b[i]; alias allowed. */
@@ -119,6 +125,10 @@ STRIX_API strix_status strix_mul(strix_backend *be, const float *a, const float 
 /* out[i] = alpha·x[i] + beta·y[i]; beta == 0 never reads y; out may alias x or y. */
 STRIX_API strix_status strix_axpby(strix_backend *be, float alpha, const float *x, float beta,
                                    const float *y, float *out, size_t n);
+/* strix: out[i] = min(max(in[i], lo), hi) (torch.clamp; NaN stays NaN); alias allowed. lo <= hi.
+ * Used by gradient clipping by value. */
+STRIX_API strix_status strix_clamp(strix_backend *be, const float *in, float lo, float hi,
+                                   float *out, size_t n);
 /* out[j] = beta·out[j] + Σ_i in[i][j], i ascending from 0.0f; (rows, cols); beta == 0 never reads
  * out; no alias. */
 STRIX_API strix_status strix_column_sums(strix_backend *be, const float *in, float *out,
@@ -144,6 +154,26 @@ STRIX_API strix_status strix_dot(strix_backend *be, const float *a, const float 
  * in halves (lane l += lane l + 16 for l < 16, then + 8, + 4, + 2, + 1); lane 0 is the result. */
 STRIX_API strix_status strix_sum_squares(strix_backend *be, const float *in, size_t n,
                                          double *out);
+
+/* out[j] += in[i][j] over (rows, cols), row by row from i = 0 straight into out (`+=`; a different
+ * association from column_sums with beta = 1). No alias. */
+STRIX_API strix_status strix_accumulate_rows(strix_backend *be, const float *in, float *out,
+                                             size_t rows, size_t cols);
+/* Strided 2-D copy: `rows` rows of `cols` floats from src (row stride src_stride) to dst (row
+ * stride dst_stride), e.g. one time step of an (N, L, D) sequence. Bit-exact; no overlap. */
+STRIX_API strix_status strix_copy_2d(strix_backend *be, float *dst, size_t dst_stride,
+                                     const float *src, size_t src_stride, size_t rows,
+                                     size_t cols);
+/* Binary cross-entropy with logits per element, the overflow-free form (PyTorch
+ * BCEWithLogitsLoss, reduction='none'): out = max(x,0) − x·y + log1p(exp(−|x|)). out may alias
+ * logits. At x = ±inf it gives the limit (0 when y agrees with the sign, decisions.md). */
+STRIX_API strix_status strix_bce_with_logits(strix_backend *be, const float *logits,
+                                             const float *target, float *out, size_t n);
+/* Its gradient: grad = (σ(x) − y)·scale, σ(x) = 1/(1+e^−x) for x >= 0, e^x/(1+e^x) otherwise.
+ * grad may alias logits. */
+STRIX_API strix_status strix_bce_with_logits_grad(strix_backend *be, const float *logits,
+                                                  const float *target, float *grad, size_t n,
+                                                  float scale);
 
 // ---- rows: softmax, norms -----------------------------------------------------------------------
 
@@ -172,6 +202,29 @@ STRIX_API strix_status strix_layer_norm_backward(strix_backend *be, const float 
                                                  const float *gamma, const float *xhat,
                                                  const float *row_std, float *grad_in,
                                                  size_t rows, size_t cols);
+
+/* RMSNorm per row of (rows, cols) (Zhang & Sennrich 2019; PyTorch nn.RMSNorm):
+ * rms = sqrt(Σx²/D + eps) (ascending sum), out = gamma·x/rms; writes row_rms (rows). gamma may be
+ * NULL (1); out may alias in. */
+STRIX_API strix_status strix_rms_norm_forward(strix_backend *be, const float *in,
+                                              const float *gamma, float *out, float *row_rms,
+                                              size_t rows, size_t cols, float eps);
+/* RMSNorm input gradient: t = Σ_j go·gamma·x; grad_in = go·gamma/rms − x·t/(D·rms³); and
+ * gamma_terms (rows, cols) = go·x/rms, which the module reduces into gamma's gradient with
+ * column_sums (gamma_terms may be NULL). gamma may be NULL; grad_in may alias grad_out. */
+STRIX_API strix_status strix_rms_norm_backward(strix_backend *be, const float *grad_out,
+                                               const float *gamma, const float *in,
+                                               const float *row_rms, float *grad_in,
+                                               float *gamma_terms, size_t rows, size_t cols);
+/* Attention score masking over (B, H, Lq, Lk): scores[b,h,i,j] = value when
+ *   causal and j > i + q_off; or causal, window > 0 and j + window <= i + q_off (the window
+ *   applies only with causal);
+ *   or keep != NULL and keep[b,j] == 0 (keep is (B, Lk) of 0/1 floats).
+ * Other entries are untouched. The modules pass -inf (decisions.md: fully masked rows give 0). */
+STRIX_API strix_status strix_attention_mask_fill(strix_backend *be, float *scores,
+                                                 const float *keep, size_t B, size_t H,
+                                                 size_t Lq, size_t Lk, bool causal, size_t q_off,
+                                                 size_t window, float value);
 
 // ---- positions, layout, embedding --------------------------------------------------------------
 
@@ -241,4 +294,11 @@ STRIX_API strix_status strix_top_k_rows(strix_backend *be, const float *in, floa
 #ifdef __cplusplus
 }
 #endif
+
+/* The primitive groups beyond the GPT's (same rules as above). */
+#include "strix/ops/cnn.h"
+#include "strix/ops/lrp.h"
+#include "strix/ops/recurrent.h"
+#include "strix/ops/rl.h"
+
 #endif

@@ -67,24 +67,15 @@ int strix_get_num_threads(void) {
 
 // ---- memory ------------------------------------------------------------------------------------
 
-/* Returns `status` for a missing slot, with the backend and primitive named. */
-static strix_status unsupported(const strix_backend *be, const char *op) {
+strix_status strix_backend_unsupported(const strix_backend *be, const char *op) {
     return strix_error(STRIX_ERR_UNSUPPORTED, "backend %s has no %s", be->name, op);
 }
-
-/* Checks the handle, then returns the slot's result, or STRIX_ERR_UNSUPPORTED for a NULL slot. */
-#define STRIX_DISPATCH(be, slot, ...)                                                          \
-    do {                                                                                       \
-        STRIX_ASSERT((be) != NULL, "NULL backend in " #slot);                                  \
-        if ((be)->vt->slot == NULL) return unsupported((be), #slot);                           \
-        return (be)->vt->slot((be), __VA_ARGS__);                                              \
-    } while (0)
 
 strix_status strix_alloc(strix_backend *be, size_t bytes, void **out) {
     STRIX_ASSERT(be != NULL && out != NULL, "alloc: NULL argument");
     *out = NULL;
     if (bytes == 0) return STRIX_OK;
-    if (be->vt->alloc == NULL) return unsupported(be, "alloc");
+    if (be->vt->alloc == NULL) return strix_backend_unsupported(be, "alloc");
     strix_status s = be->vt->alloc(be, bytes, out);
     if (s == STRIX_OK && *out == NULL)
         return strix_error(STRIX_ERR_ALLOC, "backend %s: allocation of %zu bytes gave NULL",
@@ -111,7 +102,7 @@ strix_status strix_fill(strix_backend *be, float *p, float value, size_t n) {
 
 strix_status strix_sync(strix_backend *be) {
     STRIX_ASSERT(be != NULL, "sync: NULL backend");
-    if (be->vt->sync == NULL) return unsupported(be, "sync");
+    if (be->vt->sync == NULL) return strix_backend_unsupported(be, "sync");
     return be->vt->sync(be);
 }
 
@@ -122,6 +113,11 @@ strix_status strix_gemm_ex(strix_backend *be, const float *a, bool ta, const flo
     STRIX_ASSERT(m == 0 || n == 0 || out != a, "gemm_ex: out aliases a");
     STRIX_ASSERT(m == 0 || n == 0 || out != b, "gemm_ex: out aliases b");
     STRIX_DISPATCH(be, gemm_ex, a, ta, b, tb, out, m, k, n, beta);
+}
+
+strix_status strix_gemm(strix_backend *be, const float *a, const float *b, float *out, size_t m,
+                        size_t k, size_t n) {
+    return strix_gemm_ex(be, a, false, b, false, out, m, k, n, 0.0f);
 }
 
 strix_status strix_gemm_batched(strix_backend *be, const strix_gemm_batch *g) {
@@ -145,6 +141,12 @@ strix_status strix_mul(strix_backend *be, const float *a, const float *b, float 
 strix_status strix_axpby(strix_backend *be, float alpha, const float *x, float beta,
                          const float *y, float *out, size_t n) {
     STRIX_DISPATCH(be, axpby, alpha, x, beta, y, out, n);
+}
+
+strix_status strix_clamp(strix_backend *be, const float *in, float lo, float hi, float *out,
+                         size_t n) {
+    STRIX_ASSERT(!(lo > hi), "clamp: lo %g > hi %g", lo, hi);
+    STRIX_DISPATCH(be, clamp, in, lo, hi, out, n);
 }
 
 strix_status strix_column_sums(strix_backend *be, const float *in, float *out, size_t rows,
@@ -277,4 +279,46 @@ strix_status strix_top_k_rows(strix_backend *be, const float *in, float *vals, i
     STRIX_ASSERT(rows == 0 || (k >= 1 && k <= cols), "top_k: k %zu outside [1, cols %zu]", k,
                  cols);
     STRIX_DISPATCH(be, top_k_rows, in, vals, idx, rows, cols, k, largest);
+}
+
+// ---- training extras: accumulation, strided copy, BCE, RMSNorm, masks -----------------------
+
+strix_status strix_accumulate_rows(strix_backend *be, const float *in, float *out, size_t rows,
+                                   size_t cols) {
+    STRIX_DISPATCH(be, accumulate_rows, in, out, rows, cols);
+}
+
+strix_status strix_copy_2d(strix_backend *be, float *dst, size_t dst_stride, const float *src,
+                           size_t src_stride, size_t rows, size_t cols) {
+    STRIX_DISPATCH(be, copy_2d, dst, dst_stride, src, src_stride, rows, cols);
+}
+
+strix_status strix_bce_with_logits(strix_backend *be, const float *logits, const float *target,
+                                   float *out, size_t n) {
+    STRIX_DISPATCH(be, bce_with_logits, logits, target, out, n);
+}
+
+strix_status strix_bce_with_logits_grad(strix_backend *be, const float *logits,
+                                        const float *target, float *grad, size_t n, float scale) {
+    STRIX_DISPATCH(be, bce_with_logits_grad, logits, target, grad, n, scale);
+}
+
+strix_status strix_rms_norm_forward(strix_backend *be, const float *in, const float *gamma,
+                                    float *out, float *row_rms, size_t rows, size_t cols,
+                                    float eps) {
+    STRIX_DISPATCH(be, rms_norm_forward, in, gamma, out, row_rms, rows, cols, eps);
+}
+
+strix_status strix_rms_norm_backward(strix_backend *be, const float *grad_out, const float *gamma,
+                                     const float *in, const float *row_rms, float *grad_in,
+                                     float *gamma_terms, size_t rows, size_t cols) {
+    STRIX_DISPATCH(be, rms_norm_backward, grad_out, gamma, in, row_rms, grad_in, gamma_terms, rows,
+                   cols);
+}
+
+strix_status strix_attention_mask_fill(strix_backend *be, float *scores, const float *keep,
+                                       size_t B, size_t H, size_t Lq, size_t Lk, bool causal,
+                                       size_t q_off, size_t window, float value) {
+    STRIX_DISPATCH(be, attention_mask_fill, scores, keep, B, H, Lq, Lk, causal, q_off, window,
+                   value);
 }

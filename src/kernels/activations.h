@@ -17,6 +17,11 @@
 #define STRIX_INV_SQRT2 0.70710678118654752f
 #define STRIX_INV_SQRT_2PI 0.39894228040143268f
 
+/* torch.clamp(x, lo, hi): NaN compares false twice and stays NaN. */
+STRIX_HD static inline float strix_clampf(float x, float lo, float hi) {
+    return x < lo ? lo : x > hi ? hi : x;
+}
+
 /* Logistic sigmoid 1/(1+e^-x). */
 STRIX_HD static inline float strix_sigmoidf(float x) { return 1.0f / (1.0f + expf(-x)); }
 
@@ -49,6 +54,7 @@ STRIX_HD static inline float strix_act_forward(strix_act op, float x) {
         return 0.5f * x * (1.0f + tanhf(inner));
     }
     case STRIX_ACT_GELU: return strix_gelu_forward(x);
+    case STRIX_ACT_LOG: return logf(x);
     }
     return x;
 }
@@ -79,6 +85,7 @@ STRIX_HD static inline float strix_act_backward(strix_act op, float x, float gra
         return grad_out * (0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * du);
     }
     case STRIX_ACT_GELU: return strix_gelu_backward(x, grad_out);
+    case STRIX_ACT_LOG: return grad_out / x;
     }
     return grad_out;
 }

@@ -189,4 +189,72 @@ STRIX_HD static inline float strix_cross_entropy_row(const float *logits, int32_
     return loss;
 }
 
+// ---- extras: accumulate_rows, RMSNorm, attention masks -----------------------------------------
+
+/* accumulate_rows over the column range [col0, col0 + width) of (rows, cols):
+ * out[j] += in[i][j] for i ascending, each term added straight into out[j] (`+=`; not
+ * column_sums' association, which sums from 0.0f first). The CPU hands out column chunks, a GPU
+ * one column per thread (width 1). No alias. */
+STRIX_HD static inline void strix_accumulate_rows_cols(const float *in, float *out, size_t rows,
+                                                       size_t cols, size_t col0, size_t width) {
+    for (size_t i = 0; i < rows; i++) {
+        const float *row = in + i * cols + col0;
+        for (size_t j = 0; j < width; j++) out[col0 + j] += row[j];
+    }
+}
+
+/* RMSNorm of one row (Zhang & Sennrich 2019): rms = sqrt(Σx²/D + eps), the squares summed in
+ * ascending order from 0.0f; out = gamma·(x/rms) (gamma NULL = 1). Returns rms. out may alias in.
+ */
+STRIX_HD static inline float strix_rms_norm_row_forward(const float *in, const float *gamma,
+                                                        float *out, size_t cols, float eps) {
+    float squares = 0.0f;
+    for (size_t j = 0; j < cols; j++) squares += in[j] * in[j];
+    float rms = sqrtf(squares / (float)cols + eps);
+    for (size_t j = 0; j < cols; j++) {
+        float normed = in[j] / rms;
+        out[j] = gamma ? gamma[j] * normed : normed;
+    }
+    return rms;
+}
+
+/* RMSNorm backward of one row: g = grad_out·gamma (gamma NULL = 1), t = Σ_j g·x (ascending);
+ * grad_in = g/rms − x·c with c = t/D/rms/rms/rms (that is x·t/(D·rms³), divided step by step so
+ * that rms³ cannot overflow); gamma_terms = grad_out·x/rms when not NULL (the caller's
+ * column_sums turn them into gamma's gradient). grad_in may alias grad_out (each element is read
+ * before it is written). */
+STRIX_HD static inline void strix_rms_norm_row_backward(const float *grad_out, const float *gamma,
+                                                        const float *in, float rms,
+                                                        float *grad_in, float *gamma_terms,
+                                                        size_t cols) {
+    float t = 0.0f;
+    for (size_t j = 0; j < cols; j++) {
+        float g = gamma ? grad_out[j] * gamma[j] : grad_out[j];
+        t += g * in[j];
+    }
+    float c = t / (float)cols / rms / rms / rms;
+    for (size_t j = 0; j < cols; j++) {
+        float go = grad_out[j], x = in[j];
+        float g = gamma ? go * gamma[j] : go;
+        if (gamma_terms) gamma_terms[j] = go * x / rms;
+        grad_in[j] = g / rms - x * c;
+    }
+}
+
+/* Masks one score row (query i of its (b, h) slice) of Lk keys: row[j] = value when
+ * causal and j > i + q_off (the future); or causal, window > 0 and j + window <= i + q_off (out of
+ * the sliding window: a query sees its own position and the window − 1 before it); or keep
+ * != NULL and keep[j] == 0 (keep is the (b) row of the (B, Lk) padding mask). Other entries are
+ * untouched. */
+STRIX_HD static inline void strix_attention_mask_row(float *row, const float *keep, size_t i,
+                                                     size_t Lk, bool causal, size_t q_off,
+                                                     size_t window, float value) {
+    size_t pos = i + q_off;
+    for (size_t j = 0; j < Lk; j++) {
+        bool masked = causal && (j > pos || (window > 0 && j + window <= pos));
+        if (keep && keep[j] == 0.0f) masked = true;
+        if (masked) row[j] = value;
+    }
+}
+
 #endif

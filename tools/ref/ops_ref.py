@@ -27,9 +27,10 @@ F32 = torch.float32
 NEG_INF = float("-inf")
 
 
-def write_golden(case, arrays):
-    """arrays: list of (name, tensor or number). Everything is stored as float32."""
-    note = f"tools/ref/ops_ref.py; torch {torch.__version__}; seed {SEED}".encode()
+def write_golden(case, arrays, generator="tools/ref/ops_ref.py", seed=SEED, out_dir=None):
+    """arrays: list of (name, tensor or number). Everything is stored as float32. `generator` and
+    `seed` go into the file's note; out_dir defaults to tests/golden/ops."""
+    note = f"{generator}; torch {torch.__version__}; seed {seed}".encode()
     out = bytearray(b"STRXGLD1")
     out += struct.pack("<I", len(note)) + note
     out += struct.pack("<I", len(arrays))
@@ -42,7 +43,7 @@ def write_golden(case, arrays):
         out += struct.pack("<I", t.dim())
         out += struct.pack(f"<{t.dim()}q", *t.shape)
         out += t.numpy().astype("<f4").tobytes()
-    path = os.path.join(OUT_DIR, case + ".bin")
+    path = os.path.join(out_dir or OUT_DIR, case + ".bin")
     with open(path, "wb") as f:
         f.write(out)
     return len(out)

@@ -68,6 +68,8 @@ strix_status cpu_add(strix_backend *be, const float *a, const float *b, float *o
 strix_status cpu_mul(strix_backend *be, const float *a, const float *b, float *out, size_t n);
 strix_status cpu_axpby(strix_backend *be, float alpha, const float *x, float beta, const float *y,
                        float *out, size_t n);
+strix_status cpu_clamp(strix_backend *be, const float *in, float lo, float hi, float *out,
+                       size_t n);
 strix_status cpu_column_sums(strix_backend *be, const float *in, float *out, size_t rows,
                              size_t cols, float beta);
 strix_status cpu_add_row_vector(strix_backend *be, const float *in, const float *row, float *out,
@@ -119,5 +121,115 @@ strix_status cpu_dropout_forward(strix_backend *be, const float *in, float *out,
                                  size_t n, float p, float scale, uint64_t seed, uint64_t offset);
 strix_status cpu_top_k_rows(strix_backend *be, const float *in, float *vals, int32_t *idx,
                             size_t rows, size_t cols, size_t k, bool largest);
+
+strix_status cpu_accumulate_rows(strix_backend *be, const float *in, float *out, size_t rows,
+                                 size_t cols);
+strix_status cpu_copy_2d(strix_backend *be, float *dst, size_t dst_stride, const float *src,
+                         size_t src_stride, size_t rows, size_t cols);
+strix_status cpu_bce_with_logits(strix_backend *be, const float *logits, const float *target,
+                                 float *out, size_t n);
+strix_status cpu_bce_with_logits_grad(strix_backend *be, const float *logits, const float *target,
+                                      float *grad, size_t n, float scale);
+strix_status cpu_rms_norm_forward(strix_backend *be, const float *in, const float *gamma,
+                                  float *out, float *row_rms, size_t rows, size_t cols, float eps);
+strix_status cpu_rms_norm_backward(strix_backend *be, const float *grad_out, const float *gamma,
+                                   const float *in, const float *row_rms, float *grad_in,
+                                   float *gamma_terms, size_t rows, size_t cols);
+strix_status cpu_attention_mask_fill(strix_backend *be, float *scores, const float *keep, size_t B,
+                                     size_t H, size_t Lq, size_t Lk, bool causal, size_t q_off,
+                                     size_t window, float value);
+strix_status cpu_im2col(strix_backend *be, const float *in, float *col, size_t n, size_t c,
+                        size_t h, size_t w, const strix_conv_geom *g);
+strix_status cpu_col2im_add(strix_backend *be, const float *col, float *out, size_t n, size_t c,
+                            size_t h, size_t w, const strix_conv_geom *g);
+strix_status cpu_add_channel_vector(strix_backend *be, const float *in, const float *vec,
+                                    float *out, size_t n, size_t c, size_t inner);
+strix_status cpu_max_pool_forward(strix_backend *be, const float *in, float *out, int32_t *argmax,
+                                  size_t planes, size_t h, size_t w, const strix_conv_geom *g);
+strix_status cpu_max_unpool(strix_backend *be, const float *src, const int32_t *argmax, float *dst,
+                            size_t planes, size_t h, size_t w, const strix_conv_geom *g);
+strix_status cpu_avg_pool_forward(strix_backend *be, const float *in, float *out, size_t planes,
+                                  size_t h, size_t w, const strix_conv_geom *g);
+strix_status cpu_avg_pool_backward(strix_backend *be, const float *grad_out, float *grad_in,
+                                   size_t planes, size_t h, size_t w, const strix_conv_geom *g);
+strix_status cpu_batch_norm_forward(strix_backend *be, const float *in, const float *gamma,
+                                    const float *beta, float *xhat, float *out, float *channel_std,
+                                    size_t n, size_t c, size_t spatial, float eps);
+strix_status cpu_batch_norm_backward(strix_backend *be, const float *grad_out, const float *gamma,
+                                     const float *xhat, const float *channel_std, float *grad_in,
+                                     float *gamma_grad, float *beta_grad, size_t n, size_t c,
+                                     size_t spatial);
+strix_status cpu_batch_norm_update_running(strix_backend *be, const float *in, float *running_mean,
+                                           float *running_var, size_t n, size_t c, size_t spatial,
+                                           float momentum);
+strix_status cpu_batch_norm_eval_forward(strix_backend *be, const float *in, const float *gamma,
+                                         const float *beta, const float *running_mean,
+                                         const float *running_var, float *xhat, float *out,
+                                         float *channel_std, size_t n, size_t c, size_t spatial,
+                                         float eps);
+strix_status cpu_batch_norm_eval_backward(strix_backend *be, const float *grad_out,
+                                          const float *gamma, const float *xhat,
+                                          const float *channel_std, float *grad_in,
+                                          float *gamma_grad, float *beta_grad, size_t n, size_t c,
+                                          size_t spatial);
+strix_status cpu_group_norm_forward(strix_backend *be, const float *in, const float *gamma,
+                                    const float *beta, float *xhat, float *out, float *group_std,
+                                    size_t n, size_t c, size_t spatial, size_t groups, float eps);
+strix_status cpu_group_norm_backward(strix_backend *be, const float *grad_out, const float *gamma,
+                                     const float *xhat, const float *group_std, float *grad_in,
+                                     float *gamma_grad, float *beta_grad, size_t n, size_t c,
+                                     size_t spatial, size_t groups);
+strix_status cpu_lrp_linear(strix_backend *be, const float *x, const float *w, const float *z,
+                            const float *r, float *r_in, size_t rows, size_t in_features,
+                            size_t out_features, float eps);
+strix_status cpu_lrp_residual_split(strix_backend *be, const float *a, const float *b,
+                                    const float *r, float *r_a, float *r_b, size_t n, float eps);
+strix_status cpu_lrp_bilinear_elementwise(strix_backend *be, const float *a, const float *b,
+                                          const float *r, float *r_out, size_t n, float eps);
+strix_status cpu_lrp_bilinear_matmul(strix_backend *be, const float *a, const float *b,
+                                     const float *o, const float *r_o, float *r_a, float *r_b,
+                                     size_t slices, size_t m, size_t p, size_t q, float eps,
+                                     bool b_transposed);
+strix_status cpu_lrp_softmax_rows(strix_backend *be, const float *x, const float *y,
+                                  const float *r, float *r_in, size_t rows, size_t cols);
+strix_status cpu_lrp_rope(strix_backend *be, const float *x, const float *y, const float *r,
+                          const float *cos_table, const float *sin_table, float *r_in, size_t rows,
+                          size_t seq_len, size_t head_dim, float eps);
+strix_status cpu_lrp_conv(strix_backend *be, const float *col, const float *kernel, const float *z,
+                          const float *r, float *r_col, size_t n, size_t out_channels, size_t p,
+                          size_t q, float eps);
+strix_status cpu_lrp_avg_pool(strix_backend *be, const float *x, const float *r, float *r_in,
+                              size_t planes, size_t h, size_t w, const strix_conv_geom *g,
+                              float eps);
+strix_status cpu_lrp_stabilized_divide(strix_backend *be, const float *r, const float *den,
+                                       const float *gate, float *out, size_t n, float eps,
+                                       strix_lrp_gate gate_mode);
+strix_status cpu_logic_pointwise(strix_backend *be, strix_logic_op op, strix_logic_norm norm,
+                                 const float *a, const float *b, const float *g_or_r,
+                                 const float *y, float *out_a, float *out_b, size_t n, float eps);
+strix_status cpu_aggregator_forward(strix_backend *be, const float *x, float *mean_pow, float *out,
+                                    size_t n, size_t cols, float p);
+strix_status cpu_aggregator_backward(strix_backend *be, const float *x, const float *mean_pow,
+                                     const float *grad_out, float *grad_in, size_t n, size_t cols,
+                                     float p);
+strix_status cpu_aggregator_lrp(strix_backend *be, const float *x, const float *mean_pow,
+                                const float *r_out, float *r_in, size_t n, size_t cols, float p,
+                                float eps);
+strix_status cpu_recurrent_cell(strix_backend *be, strix_cell_op op, const strix_cell_args *args,
+                                size_t n);
+strix_status cpu_gru_lrp_hprev(strix_backend *be, const float *h_prev, const float *w_hn,
+                               const float *hn, const float *r_term_b, const float *direct,
+                               float *r_hprev, size_t rows, size_t hidden, float eps);
+strix_status cpu_ssm_pass(strix_backend *be, strix_ssm_op op, const strix_ssm_args *args);
+strix_status cpu_rl_rows(strix_backend *be, strix_rl_op op, const strix_rl_args *args);
+strix_status cpu_tanh_gaussian_forward(strix_backend *be, const float *mean, const float *log_std,
+                                       const float *eps, float *action, float *std_cache,
+                                       float *log_prob, size_t rows, size_t cols,
+                                       float stabilizer);
+strix_status cpu_tanh_gaussian_backward(strix_backend *be, const float *action,
+                                        const float *std_cache, const float *eps,
+                                        const float *grad_action, const float *grad_log_prob,
+                                        float *grad_mean, float *grad_log_std, size_t rows,
+                                        size_t cols, float stabilizer);
 
 #endif

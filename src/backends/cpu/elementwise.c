@@ -77,6 +77,14 @@ strix_status cpu_add_row_vector(strix_backend *be, const float *in, const float 
     return STRIX_OK;
 }
 
+strix_status cpu_clamp(strix_backend *be, const float *in, float lo, float hi, float *out,
+                       size_t n) {
+    (void)be;
+    CPU_PARALLEL_FOR_IF(CPU_BIG(n))
+    for (size_t i = 0; i < n; i++) out[i] = strix_clampf(in[i], lo, hi);
+    return STRIX_OK;
+}
+
 strix_status cpu_elementwise(strix_backend *be, strix_act op, const float *in, float *out,
                              size_t n) {
     (void)be;

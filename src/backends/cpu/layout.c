@@ -1,14 +1,15 @@
 /*
- * layout.c - the CPU backend's position and data-movement slots: RoPE, permute_0213, gather_rows
- * and scatter_add_rows.
+ * layout.c - the CPU backend's position and data-movement slots: RoPE, permute_0213, gather_rows,
+ * scatter_add_rows, copy_2d and accumulate_rows.
  *
- * Data movement is bit-exact. scatter_add_rows adds in ascending i for every column; OpenMP splits
- * columns, never i, so duplicate indices are summed in the same order on any thread count.
+ * Data movement is bit-exact. scatter_add_rows and accumulate_rows add in ascending i for every
+ * column; OpenMP splits columns, never i, so the sums keep their order on any thread count.
  */
 #include <string.h>
 
 #include "backends/cpu/cpu_internal.h"
 #include "kernels/rope.h"
+#include "kernels/rows.h"
 
 strix_status cpu_rope_rotate(strix_backend *be, const float *in, size_t ld_in,
                              const float *cos_table, const float *sin_table, float *out,
@@ -68,5 +69,33 @@ strix_status cpu_scatter_add_rows(strix_backend *be, const float *src, const int
             for (size_t j = 0; j < width; j++) to[j] += from[j];
         }
     }
+    return STRIX_OK;
+}
+
+// ---- strided copies and row accumulation ------------------------------------------------------
+
+/* Columns per chunk of accumulate_rows (the unit OpenMP hands out). */
+#define ACCUMULATE_CHUNK 64
+
+strix_status cpu_accumulate_rows(strix_backend *be, const float *in, float *out, size_t rows,
+                                 size_t cols) {
+    (void)be;
+    size_t chunks = (cols + ACCUMULATE_CHUNK - 1) / ACCUMULATE_CHUNK;
+    CPU_PARALLEL_FOR_IF(chunks > 1 && CPU_BIG(rows * cols))
+    for (size_t chunk = 0; chunk < chunks; chunk++) {
+        size_t col0 = chunk * ACCUMULATE_CHUNK;
+        size_t width = cols - col0 < ACCUMULATE_CHUNK ? cols - col0 : ACCUMULATE_CHUNK;
+        strix_accumulate_rows_cols(in, out, rows, cols, col0, width);
+    }
+    return STRIX_OK;
+}
+
+strix_status cpu_copy_2d(strix_backend *be, float *dst, size_t dst_stride, const float *src,
+                         size_t src_stride, size_t rows, size_t cols) {
+    (void)be;
+    if (cols == 0) return STRIX_OK;
+    CPU_PARALLEL_FOR_IF(rows > 1 && CPU_BIG(rows * cols))
+    for (size_t r = 0; r < rows; r++)
+        memcpy(dst + r * dst_stride, src + r * src_stride, cols * sizeof(float));
     return STRIX_OK;
 }

@@ -1,6 +1,7 @@
 /*
  * rows.c - the CPU backend's row slots: softmax (+backward), logsumexp, LayerNorm forward and
- * backward, causal attention softmax (+backward) and softmax cross-entropy.
+ * backward, causal attention softmax (+backward), softmax cross-entropy, RMSNorm forward and
+ * backward, and attention score masks.
  *
  * Each row is independent; OpenMP splits rows, and each row runs the kernels/rows.h function that
  * every backend shares, so results do not depend on the thread count.
@@ -103,6 +104,45 @@ strix_status cpu_softmax_cross_entropy(strix_backend *be, const float *logits,
     for (size_t r = 0; r < rows; r++) {
         losses[r] = strix_cross_entropy_row(logits + r * V, targets[r],
                                             dlogits ? dlogits + r * V : NULL, V, grad_scale);
+    }
+    return STRIX_OK;
+}
+
+// ---- RMSNorm and attention masks ---------------------------------------------------------------
+
+strix_status cpu_rms_norm_forward(strix_backend *be, const float *in, const float *gamma,
+                                  float *out, float *row_rms, size_t rows, size_t cols,
+                                  float eps) {
+    (void)be;
+    CPU_PARALLEL_FOR_IF(MANY_ROWS(rows, cols))
+    for (size_t r = 0; r < rows; r++)
+        row_rms[r] = strix_rms_norm_row_forward(in + r * cols, gamma, out + r * cols, cols, eps);
+    return STRIX_OK;
+}
+
+strix_status cpu_rms_norm_backward(strix_backend *be, const float *grad_out, const float *gamma,
+                                   const float *in, const float *row_rms, float *grad_in,
+                                   float *gamma_terms, size_t rows, size_t cols) {
+    (void)be;
+    CPU_PARALLEL_FOR_IF(MANY_ROWS(rows, cols))
+    for (size_t r = 0; r < rows; r++) {
+        size_t at = r * cols;
+        strix_rms_norm_row_backward(grad_out + at, gamma, in + at, row_rms[r], grad_in + at,
+                                    gamma_terms ? gamma_terms + at : NULL, cols);
+    }
+    return STRIX_OK;
+}
+
+strix_status cpu_attention_mask_fill(strix_backend *be, float *scores, const float *keep, size_t B,
+                                     size_t H, size_t Lq, size_t Lk, bool causal, size_t q_off,
+                                     size_t window, float value) {
+    (void)be;
+    size_t rows = B * H * Lq;
+    CPU_PARALLEL_FOR_IF(rows > 1 && CPU_BIG(rows * Lk))
+    for (size_t r = 0; r < rows; r++) {
+        size_t b = r / (H * Lq), i = r % Lq;
+        strix_attention_mask_row(scores + r * Lk, keep ? keep + b * Lk : NULL, i, Lk, causal,
+                                 q_off, window, value);
     }
     return STRIX_OK;
 }

@@ -1,0 +1,145 @@
+/*
+ * strix/ops/lrp.h - Layer-wise Relevance Propagation and fuzzy-logic primitives of the device
+ * backend (included by strix/backend.h; same conventions: backend pointers, row-major float32,
+ * `=` unless `+=` is said, every call returns STRIX_OK or STRIX_ERR_UNSUPPORTED).
+ *
+ * The stabiliser of every rule is stab(z) = z + eps·sign(z) with sign(0) = +1 (spec §1; also for
+ * −0.0). Rules: Bach et al. 2015 (epsilon), Montavon et al. 2019 (overview), Achtibat et al. 2024
+ * (AttnLRP: the softmax rule and the bilinear "Eq. 15" rule). The affine rules are computed in
+ * the gradient×input form of Zennit and LXT, x·Σ_k w_k·(r_k/stab(z_k)): the same value as the
+ * per-term sums Σ_k x·w_k/stab(z_k)·r_k of the spec, up to rounding. Sums run over the named
+ * index ascending from 0.0f. Outputs must not alias inputs unless a function says so.
+ */
+#ifndef STRIX_OPS_LRP_H
+#define STRIX_OPS_LRP_H
+
+#include "strix/ops/cnn.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Which elements lrp_stabilized_divide lets through. */
+typedef enum strix_lrp_gate {
+    STRIX_LRP_GATE_NONE,     /* every element */
+    STRIX_LRP_GATE_POSITIVE, /* gate[i] > 0 */
+    STRIX_LRP_GATE_NEGATIVE  /* gate[i] < 0 */
+} strix_lrp_gate;
+
+/* Epsilon rule of a Linear layer: r_in[n][i] = x[n][i]·Σ_j W[j][i]·(r[n][j]/stab(z[n][j])), j
+ * ascending (= Σ_j x·W[j][i]/stab(z)·r). strix: W is (out, in) as nn.Linear stores it (the
+ * spec's is (in, out)); z (rows, out) is the PRE-bias output x·Wᵀ (bias out of the denominator;
+ * pass z with the bias for Zennit's convention). x, r_in (rows, in). With zero bias and eps -> 0,
+ * Σ r_in = Σ r. */
+STRIX_API strix_status strix_lrp_linear(strix_backend *be, const float *x, const float *w,
+                                        const float *z, const float *r, float *r_in, size_t rows,
+                                        size_t in_features, size_t out_features, float eps);
+/* Epsilon split of a residual sum y = a + b (n): r_a = (a/stab(a + b))·r, r_b = (b/stab(a + b))·r.
+ * r_a or r_b may alias a, b or r (elementwise). */
+STRIX_API strix_status strix_lrp_residual_split(strix_backend *be, const float *a,
+                                                const float *b, const float *r, float *r_a,
+                                                float *r_b, size_t n, float eps);
+/* Bilinear rule for c = a⊙b (n): both operands get r_out = (c/(2c + eps·sign c))·r, c = a·b
+ * computed here (half each). r_out may alias a, b or r. */
+STRIX_API strix_status strix_lrp_bilinear_elementwise(strix_backend *be, const float *a,
+                                                      const float *b, const float *r,
+                                                      float *r_out, size_t n, float eps);
+/* Bilinear rule for `slices` products O = A·B, A (m,p), B (p,q) (or stored (q,p) if
+ * b_transposed, and then r_b too), O and r_o (m,q), slices back to back:
+ * w_ik = r_o_ik/(2·o_ik + eps·sign o_ik); r_a_ij = a_ij·Σ_k b_jk·w_ik (k ascending);
+ * r_b_jk = b_jk·Σ_i a_ij·w_ik (i ascending). Σ r_a + Σ r_b = Σ r_o up to the eps terms. */
+STRIX_API strix_status strix_lrp_bilinear_matmul(strix_backend *be, const float *a,
+                                                 const float *b, const float *o,
+                                                 const float *r_o, float *r_a, float *r_b,
+                                                 size_t slices, size_t m, size_t p, size_t q,
+                                                 float eps, bool b_transposed);
+/* AttnLRP softmax rule per row of (rows, cols): r_in = x·(r − y·Σ_j r), y = softmax(x), the sum
+ * ascending. A score x = −inf (masked, y = 0) gets 0, not NaN. Does not conserve relevance.
+ * r_in may alias x, y or r. */
+STRIX_API strix_status strix_lrp_softmax_rows(strix_backend *be, const float *x, const float *y,
+                                              const float *r, float *r_in, size_t rows,
+                                              size_t cols);
+/* Epsilon rule of RoPE over (rows, head_dim), row r at position r mod seq_len, pairs (2i, 2i+1),
+ * tables (seq_len, head_dim/2) as for strix_rope_rotate; x the input, y = rotate(x) the output.
+ * Each input of a pair takes its share of both outputs, the lo output first:
+ * r_lo = (lo·c/stab(y_lo))·r_ylo + (lo·s/stab(y_hi))·r_yhi,
+ * r_hi = (−hi·s/stab(y_lo))·r_ylo + (hi·c/stab(y_hi))·r_yhi. head_dim even. r_in may alias x,
+ * y or r. */
+STRIX_API strix_status strix_lrp_rope(strix_backend *be, const float *x, const float *y,
+                                      const float *r, const float *cos_table,
+                                      const float *sin_table, float *r_in, size_t rows,
+                                      size_t seq_len, size_t head_dim, float eps);
+/* Epsilon rule of a convolution in patch space: r_col[n][p][q] = col[n][p][q]·Σ_oc K[oc][p]·
+ * (r[n][oc][q]/stab(z[n][oc][q])), oc ascending. col (n, P, Q) from im2col, K (OC, P), z and r
+ * (n, OC, Q) with z pre-bias. The caller folds r_col back with col2im_add. */
+STRIX_API strix_status strix_lrp_conv(strix_backend *be, const float *col, const float *kernel,
+                                      const float *z, const float *r, float *r_col, size_t n,
+                                      size_t out_channels, size_t p, size_t q, float eps);
+/* Epsilon rule of an average pool (geometry as strix_avg_pool_forward, count_include_pad): each
+ * window o has z_o = Σ its in-image x (rows then columns ascending; padding taps are 0)/(kh·kw),
+ * and each pixel gets r_in += x·Σ_o (r_o/stab(z_o))/(kh·kw) over the windows covering it in
+ * row-major order (`+=`; the caller zeroes r_in). Padding gets no relevance. x and r_in
+ * (planes, h, w), r (planes, oh, ow). */
+STRIX_API strix_status strix_lrp_avg_pool(strix_backend *be, const float *x, const float *r,
+                                          float *r_in, size_t planes, size_t h, size_t w,
+                                          const strix_conv_geom *g, float eps);
+/* The one non-GEMM step of the affine rules (Zennit): out[i] = passes(gate[i]) ? r[i]/stab(den[i])
+ * : 0 (a hard zero). gate may be NULL with STRIX_LRP_GATE_NONE. out may alias r, den or gate. */
+STRIX_API strix_status strix_lrp_stabilized_divide(strix_backend *be, const float *r,
+                                                   const float *den, const float *gate,
+                                                   float *out, size_t n, float eps,
+                                                   strix_lrp_gate gate_mode);
+
+// ---- fuzzy logic -------------------------------------------------------------------------------
+
+/* Operation of strix_logic_pointwise: conjunction (t-norm) or disjunction (t-conorm), and which
+ * pass. */
+typedef enum strix_logic_op {
+    STRIX_LOGIC_CONJ_FORWARD, STRIX_LOGIC_CONJ_BACKWARD, STRIX_LOGIC_CONJ_LRP,
+    STRIX_LOGIC_DISJ_FORWARD, STRIX_LOGIC_DISJ_BACKWARD, STRIX_LOGIC_DISJ_LRP
+} strix_logic_op;
+
+typedef enum strix_logic_norm {
+    STRIX_LOGIC_PRODUCT, STRIX_LOGIC_LUKASIEWICZ, STRIX_LOGIC_GODEL
+} strix_logic_norm;
+
+/* One elementwise pass over a, b (n), truth values usually in [0, 1]:
+ *   FORWARD  out_a = y: conj ab | max(a+b−1, 0) | min; disj a+b−ab | min(a+b, 1) | max (Gödel
+ *            ties go to a). g_or_r, y, out_b unused (may be NULL).
+ *   BACKWARD g_or_r = dy: out_a = dy/da, out_b = dy/db (Product conj b·g, a·g; disj (1−b)g,
+ *            (1−a)g; Łukasiewicz g to both while the clamp is inactive, else 0; Gödel g to the
+ *            winner, 0 to the other). y unused.
+ *   LRP      g_or_r = r, y = forward output (read by Product only): Product conj both
+ *            (ab/(2y + eps·sign y))·r; Product disj za = a(2−b)/2, zb = b(2−a)/2 (za + zb = y),
+ *            each (z/stab(y))·r; Łukasiewicz (a/stab(a+b))·r, (b/stab(a+b))·r while inactive
+ *            (the −1 of conj is a bias, out of the denominator), else 0; Gödel all of r to the
+ *            winner.
+ * Łukasiewicz's clamp is inactive when a+b−1 > 0 (conj) or a+b < 1 (disj), strictly: on the
+ * boundary gradient and relevance are 0. Outputs may alias inputs (elementwise). Source: spec
+ * §1.3 LogicOp; t-norms as in Klement, Mesiar & Pap, "Triangular Norms" (2000). */
+STRIX_API strix_status strix_logic_pointwise(strix_backend *be, strix_logic_op op,
+                                             strix_logic_norm norm, const float *a,
+                                             const float *b, const float *g_or_r, const float *y,
+                                             float *out_a, float *out_b, size_t n, float eps);
+/* Power mean over the leading axis of x (n, cols), per column (p != 0): mean_pow[j] =
+ * (Σ_i x[i][j]^p)/n (i ascending), out[j] = mean_pow[j]^(1/p) (1/p rounded to float). x^p is
+ * powf: negative x with a non-integer p gives NaN. */
+STRIX_API strix_status strix_aggregator_forward(strix_backend *be, const float *x,
+                                                float *mean_pow, float *out, size_t n,
+                                                size_t cols, float p);
+/* grad_in[i][j] = ((grad_out[j]·mean_pow[j]^(1/p − 1))·x[i][j]^(p−1))/n (`=`; grad_in may alias
+ * x). */
+STRIX_API strix_status strix_aggregator_backward(strix_backend *be, const float *x,
+                                                 const float *mean_pow, const float *grad_out,
+                                                 float *grad_in, size_t n, size_t cols, float p);
+/* Epsilon rule: r_in[i][j] = (x[i][j]^p/stab(n·mean_pow[j]))·r_out[j] (r_in may alias x);
+ * conserves Σ_i r_in[i][j] = r_out[j] up to eps and rounding. */
+STRIX_API strix_status strix_aggregator_lrp(strix_backend *be, const float *x,
+                                            const float *mean_pow, const float *r_out,
+                                            float *r_in, size_t n, size_t cols, float p,
+                                            float eps);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,228 @@
+/*
+ * lrp.c - CPU backend: the LRP rules of include/strix/ops/lrp.h.
+ *
+ * The math is kernels/lrp.h. The affine rules (linear, conv, bilinear matmul) run blocked: each
+ * task owns a block of outputs, computes each ratio r/stab(z) it needs once (conv and bilinear
+ * keep a block of them in a small stack buffer), adds the terms into its outputs in the
+ * documented order (strix_lrp_axpy), then multiplies by the input: the same per-output
+ * operations as the kernels' `_at` functions (tests/ops/cases_lrp.c checks the bits).
+ * Tasks own disjoint outputs, so results do not depend on the thread count.
+ */
+#include "backends/cpu/cpu_internal.h"
+#include "kernels/lrp.h"
+
+/* Block sizes: outputs per task along the contiguous axis, and ratios held on the stack. */
+#define LRP_SPAN 256
+#define LRP_BLOCK 64
+
+static size_t min_size(size_t a, size_t b) { return a < b ? a : b; }
+
+strix_status cpu_lrp_linear(strix_backend *be, const float *x, const float *w, const float *z,
+                            const float *r, float *r_in, size_t rows, size_t in_features,
+                            size_t out_features, float eps) {
+    (void)be;
+    size_t spans = (in_features + LRP_SPAN - 1) / LRP_SPAN, tasks = rows * spans;
+    CPU_PARALLEL_FOR_IF(tasks > 1 && CPU_BIG(rows * in_features * out_features))
+    for (size_t t = 0; t < tasks; t++) {
+        size_t row = t / spans, i0 = (t % spans) * LRP_SPAN;
+        size_t len = min_size(LRP_SPAN, in_features - i0);
+        float *acc = r_in + row * in_features + i0;
+        const float *z_row = z + row * out_features, *r_row = r + row * out_features;
+        for (size_t i = 0; i < len; i++) acc[i] = 0.0f;
+        for (size_t j = 0; j < out_features; j++)
+            strix_lrp_axpy(acc, w + j * in_features + i0,
+                           strix_lrp_ratio(r_row[j], z_row[j], eps), len);
+        strix_lrp_times_input(acc, x + row * in_features + i0, len);
+    }
+    return STRIX_OK;
+}
+
+strix_status cpu_lrp_residual_split(strix_backend *be, const float *a, const float *b,
+                                    const float *r, float *r_a, float *r_b, size_t n, float eps) {
+    (void)be;
+    CPU_PARALLEL_FOR_IF(CPU_BIG(n))
+    for (size_t i = 0; i < n; i++) {
+        float ra, rb;
+        strix_lrp_residual_at(a[i], b[i], r[i], eps, &ra, &rb);
+        r_a[i] = ra;
+        r_b[i] = rb;
+    }
+    return STRIX_OK;
+}
+
+strix_status cpu_lrp_bilinear_elementwise(strix_backend *be, const float *a, const float *b,
+                                          const float *r, float *r_out, size_t n, float eps) {
+    (void)be;
+    CPU_PARALLEL_FOR_IF(CPU_BIG(n))
+    for (size_t i = 0; i < n; i++) r_out[i] = strix_lrp_bilinear_elementwise_at(a[i], b[i], r[i],
+                                                                                eps);
+    return STRIX_OK;
+}
+
+/* r_a of one row i of one slice: a[i][j]·Σ_k B(j,k)·w_ik (kernels: strix_lrp_bilinear_a_at). */
+static void bilinear_a_row(const float *a, const float *b, const float *o, const float *r_o,
+                           float *r_a, size_t i, size_t p, size_t q, float eps, bool b_transposed) {
+    float weight[LRP_BLOCK];
+    float *acc = r_a + i * p;
+    for (size_t j = 0; j < p; j++) acc[j] = 0.0f;
+    for (size_t k0 = 0; k0 < q; k0 += LRP_BLOCK) {
+        size_t len = min_size(LRP_BLOCK, q - k0);
+        for (size_t t = 0; t < len; t++)
+            weight[t] = strix_lrp_bilinear_weight(r_o[i * q + k0 + t], o[i * q + k0 + t], eps);
+        for (size_t t = 0; t < len; t++) {
+            if (b_transposed) {
+                strix_lrp_axpy(acc, b + (k0 + t) * p, weight[t], p);
+            } else {
+                for (size_t j = 0; j < p; j++) acc[j] += b[j * q + k0 + t] * weight[t];
+            }
+        }
+    }
+    strix_lrp_times_input(acc, a + i * p, p);
+}
+
+/* r_b of columns [k0, k0 + len) of one slice: B(j,k)·Σ_i a[i][j]·w_ik (kernels:
+ * strix_lrp_bilinear_b_at). */
+static void bilinear_b_block(const float *a, const float *b, const float *o, const float *r_o,
+                             float *r_b, size_t k0, size_t len, size_t m, size_t p, size_t q,
+                             float eps, bool b_transposed) {
+    float weight[LRP_BLOCK];
+    for (size_t j = 0; j < p; j++)
+        for (size_t t = 0; t < len; t++)
+            r_b[strix_lrp_b_index(j, k0 + t, p, q, b_transposed)] = 0.0f;
+    for (size_t i = 0; i < m; i++) {
+        for (size_t t = 0; t < len; t++)
+            weight[t] = strix_lrp_bilinear_weight(r_o[i * q + k0 + t], o[i * q + k0 + t], eps);
+        if (b_transposed) {
+            for (size_t t = 0; t < len; t++)
+                strix_lrp_axpy(r_b + (k0 + t) * p, a + i * p, weight[t], p);
+        } else {
+            for (size_t j = 0; j < p; j++)
+                strix_lrp_axpy(r_b + j * q + k0, weight, a[i * p + j], len);
+        }
+    }
+    if (b_transposed) {
+        for (size_t t = 0; t < len; t++)
+            strix_lrp_times_input(r_b + (k0 + t) * p, b + (k0 + t) * p, p);
+    } else {
+        for (size_t j = 0; j < p; j++) strix_lrp_times_input(r_b + j * q + k0, b + j * q + k0, len);
+    }
+}
+
+strix_status cpu_lrp_bilinear_matmul(strix_backend *be, const float *a, const float *b,
+                                     const float *o, const float *r_o, float *r_a, float *r_b,
+                                     size_t slices, size_t m, size_t p, size_t q, float eps,
+                                     bool b_transposed) {
+    (void)be;
+    bool big = CPU_BIG(slices * m * p * q);
+    size_t a_tasks = slices * m;
+    CPU_PARALLEL_FOR_IF(a_tasks > 1 && big)
+    for (size_t t = 0; t < a_tasks; t++) {
+        size_t s = t / m, i = t % m;
+        bilinear_a_row(a + s * m * p, b + s * p * q, o + s * m * q, r_o + s * m * q,
+                       r_a + s * m * p, i, p, q, eps, b_transposed);
+    }
+    size_t blocks = (q + LRP_BLOCK - 1) / LRP_BLOCK, b_tasks = slices * blocks;
+    CPU_PARALLEL_FOR_IF(b_tasks > 1 && big)
+    for (size_t t = 0; t < b_tasks; t++) {
+        size_t s = t / blocks, k0 = (t % blocks) * LRP_BLOCK;
+        bilinear_b_block(a + s * m * p, b + s * p * q, o + s * m * q, r_o + s * m * q,
+                         r_b + s * p * q, k0, min_size(LRP_BLOCK, q - k0), m, p, q, eps,
+                         b_transposed);
+    }
+    return STRIX_OK;
+}
+
+strix_status cpu_lrp_softmax_rows(strix_backend *be, const float *x, const float *y,
+                                  const float *r, float *r_in, size_t rows, size_t cols) {
+    (void)be;
+    CPU_PARALLEL_FOR_IF(rows > 1 && CPU_BIG(rows * cols))
+    for (size_t row = 0; row < rows; row++) {
+        size_t at = row * cols;
+        strix_lrp_softmax_row(x + at, y + at, r + at, r_in + at, cols);
+    }
+    return STRIX_OK;
+}
+
+strix_status cpu_lrp_rope(strix_backend *be, const float *x, const float *y, const float *r,
+                          const float *cos_table, const float *sin_table, float *r_in, size_t rows,
+                          size_t seq_len, size_t head_dim, float eps) {
+    (void)be;
+    STRIX_ASSERT(head_dim % 2 == 0, "lrp_rope: head_dim %zu is odd", head_dim);
+    STRIX_ASSERT(seq_len > 0 || rows == 0, "lrp_rope: seq_len is 0");
+    size_t half = head_dim / 2;
+    CPU_PARALLEL_FOR_IF(rows > 1 && CPU_BIG(rows * head_dim))
+    for (size_t row = 0; row < rows; row++) {
+        size_t at = row * head_dim, pos = row % seq_len;
+        for (size_t pair = 0; pair < half; pair++)
+            strix_lrp_rope_pair(x + at, y + at, r + at, cos_table[pos * half + pair],
+                                sin_table[pos * half + pair], r_in + at, pair, eps);
+    }
+    return STRIX_OK;
+}
+
+strix_status cpu_lrp_conv(strix_backend *be, const float *col, const float *kernel, const float *z,
+                          const float *r, float *r_col, size_t n, size_t out_channels, size_t p,
+                          size_t q, float eps) {
+    (void)be;
+    size_t blocks = (q + LRP_BLOCK - 1) / LRP_BLOCK, tasks = n * blocks;
+    CPU_PARALLEL_FOR_IF(tasks > 1 && CPU_BIG(n * out_channels * p * q))
+    for (size_t t = 0; t < tasks; t++) {
+        size_t ex = t / blocks, q0 = (t % blocks) * LRP_BLOCK, len = min_size(LRP_BLOCK, q - q0);
+        const float *col_n = col + ex * p * q, *z_n = z + ex * out_channels * q;
+        const float *r_n = r + ex * out_channels * q;
+        float *out = r_col + ex * p * q + q0;
+        float ratio[LRP_BLOCK / 2][LRP_BLOCK]; /* ratios of LRP_BLOCK/2 channels x len columns */
+        for (size_t pp = 0; pp < p; pp++)
+            for (size_t c = 0; c < len; c++) out[pp * q + c] = 0.0f;
+        for (size_t oc0 = 0; oc0 < out_channels; oc0 += LRP_BLOCK / 2) {
+            size_t channels = min_size(LRP_BLOCK / 2, out_channels - oc0);
+            for (size_t o = 0; o < channels; o++)
+                for (size_t c = 0; c < len; c++) {
+                    size_t at = (oc0 + o) * q + q0 + c;
+                    ratio[o][c] = strix_lrp_ratio(r_n[at], z_n[at], eps);
+                }
+            for (size_t pp = 0; pp < p; pp++)
+                for (size_t o = 0; o < channels; o++)
+                    strix_lrp_axpy(out + pp * q, ratio[o], kernel[(oc0 + o) * p + pp], len);
+        }
+        for (size_t pp = 0; pp < p; pp++)
+            strix_lrp_times_input(out + pp * q, col_n + pp * q + q0, len);
+    }
+    return STRIX_OK;
+}
+
+strix_status cpu_lrp_avg_pool(strix_backend *be, const float *x, const float *r, float *r_in,
+                              size_t planes, size_t h, size_t w, const strix_conv_geom *g,
+                              float eps) {
+    (void)be;
+    STRIX_ASSERT(g != NULL && g->stride_h > 0 && g->stride_w > 0 && g->kh > 0 && g->kw > 0,
+                 "lrp_avg_pool: bad geometry");
+    size_t oh = strix_conv_out_h(g, h), ow = strix_conv_out_w(g, w), lines = planes * h;
+    CPU_PARALLEL_FOR_IF(lines > 1 && CPU_BIG(planes * h * w * g->kh * g->kw))
+    for (size_t t = 0; t < lines; t++) {
+        size_t plane = t / h, y = t % h;
+        const float *x_plane = x + plane * h * w, *r_plane = r + plane * oh * ow;
+        float *out = r_in + plane * h * w + y * w;
+        for (size_t xx = 0; xx < w; xx++)
+            out[xx] += strix_lrp_avg_pool_at(x_plane, r_plane, h, w, oh, ow, y, xx, g->kh,
+                                             g->kw, g->stride_h, g->stride_w, g->pad_h,
+                                             g->pad_w, eps);
+    }
+    return STRIX_OK;
+}
+
+strix_status cpu_lrp_stabilized_divide(strix_backend *be, const float *r, const float *den,
+                                       const float *gate, float *out, size_t n, float eps,
+                                       strix_lrp_gate gate_mode) {
+    (void)be;
+    STRIX_ASSERT(gate_mode == STRIX_LRP_GATE_NONE || gate_mode == STRIX_LRP_GATE_POSITIVE ||
+                     gate_mode == STRIX_LRP_GATE_NEGATIVE,
+                 "lrp_stabilized_divide: gate mode %d", (int)gate_mode);
+    STRIX_ASSERT(gate != NULL || gate_mode == STRIX_LRP_GATE_NONE,
+                 "lrp_stabilized_divide: a gate mode needs a gate");
+    int mode = (int)gate_mode;
+    CPU_PARALLEL_FOR_IF(CPU_BIG(n))
+    for (size_t i = 0; i < n; i++)
+        out[i] = strix_lrp_divide_at(r[i], den[i], gate ? gate[i] : 0.0f, mode, eps);
+    return STRIX_OK;
+}

@@ -1,0 +1,75 @@
+/*
+ * pool.c - CPU backend: max pooling (+ the gather-form unpool) and average pooling (+ backward)
+ * (include/strix/ops/cnn.h).
+ *
+ * The math is kernels/cnn.h (one output per call forward, one image row per call for the
+ * gathers); OpenMP splits planes, and each output is written by one thread, so results do not
+ * depend on the thread count.
+ */
+#include "backends/cpu/cpu_internal.h"
+#include "kernels/cnn.h"
+
+#define MANY_PLANES(planes, work) ((planes) > 1 && CPU_BIG(work))
+
+strix_status cpu_max_pool_forward(strix_backend *be, const float *in, float *out, int32_t *argmax,
+                                  size_t planes, size_t h, size_t w, const strix_conv_geom *g) {
+    (void)be;
+    STRIX_ASSERT(g->stride_h > 0 && g->stride_w > 0, "max_pool_forward: stride 0");
+    STRIX_ASSERT(h * w <= (size_t)INT32_MAX, "max_pool_forward: plane of %zu pixels", h * w);
+    size_t oh = strix_conv_out_h(g, h), ow = strix_conv_out_w(g, w);
+    CPU_PARALLEL_FOR_IF(MANY_PLANES(planes, planes * oh * ow * g->kh * g->kw))
+    for (size_t p = 0; p < planes; p++) {
+        const float *src = in + p * h * w;
+        float *dst = out + p * oh * ow;
+        int32_t *arg = argmax + p * oh * ow;
+        for (size_t oy = 0; oy < oh; oy++)
+            for (size_t ox = 0; ox < ow; ox++)
+                dst[oy * ow + ox] = strix_max_pool_at(src, &arg[oy * ow + ox], oy, ox, h, w, g);
+    }
+    return STRIX_OK;
+}
+
+strix_status cpu_max_unpool(strix_backend *be, const float *src, const int32_t *argmax, float *dst,
+                            size_t planes, size_t h, size_t w, const strix_conv_geom *g) {
+    (void)be;
+    STRIX_ASSERT(g->stride_h > 0 && g->stride_w > 0, "max_unpool: stride 0");
+    size_t oh = strix_conv_out_h(g, h), ow = strix_conv_out_w(g, w);
+    CPU_PARALLEL_FOR_IF(MANY_PLANES(planes, planes * h * w))
+    for (size_t p = 0; p < planes; p++) {
+        const float *s = src + p * oh * ow;
+        const int32_t *arg = argmax + p * oh * ow;
+        float *d = dst + p * h * w;
+        for (size_t y = 0; y < h; y++) strix_max_unpool_row(s, arg, d + y * w, y, w, oh, ow, g);
+    }
+    return STRIX_OK;
+}
+
+strix_status cpu_avg_pool_forward(strix_backend *be, const float *in, float *out, size_t planes,
+                                  size_t h, size_t w, const strix_conv_geom *g) {
+    (void)be;
+    STRIX_ASSERT(g->stride_h > 0 && g->stride_w > 0, "avg_pool_forward: stride 0");
+    size_t oh = strix_conv_out_h(g, h), ow = strix_conv_out_w(g, w);
+    CPU_PARALLEL_FOR_IF(MANY_PLANES(planes, planes * oh * ow * g->kh * g->kw))
+    for (size_t p = 0; p < planes; p++) {
+        const float *src = in + p * h * w;
+        float *dst = out + p * oh * ow;
+        for (size_t oy = 0; oy < oh; oy++)
+            for (size_t ox = 0; ox < ow; ox++)
+                dst[oy * ow + ox] = strix_avg_pool_at(src, oy, ox, h, w, g);
+    }
+    return STRIX_OK;
+}
+
+strix_status cpu_avg_pool_backward(strix_backend *be, const float *grad_out, float *grad_in,
+                                   size_t planes, size_t h, size_t w, const strix_conv_geom *g) {
+    (void)be;
+    STRIX_ASSERT(g->stride_h > 0 && g->stride_w > 0, "avg_pool_backward: stride 0");
+    size_t oh = strix_conv_out_h(g, h), ow = strix_conv_out_w(g, w);
+    CPU_PARALLEL_FOR_IF(MANY_PLANES(planes, planes * h * w * g->kh * g->kw))
+    for (size_t p = 0; p < planes; p++) {
+        const float *go = grad_out + p * oh * ow;
+        float *gi = grad_in + p * h * w;
+        for (size_t y = 0; y < h; y++) strix_avg_pool_backward_row(go, gi + y * w, y, w, oh, ow, g);
+    }
+    return STRIX_OK;
+}

@@ -1,0 +1,111 @@
+/*
+ * ops_cnn.c - the public entry points of include/strix/ops/cnn.h: the convolution, pooling and
+ * normalisation primitives, each a checked call into the backend vtable (src/core/backend_impl.h).
+ * No math here.
+ */
+#include "core/backend_impl.h"
+
+size_t strix_conv_out_h(const strix_conv_geom *g, size_t h) {
+    if (g->stride_h == 0 || h + 2 * g->pad_h < g->kh) return 0;
+    return (h + 2 * g->pad_h - g->kh) / g->stride_h + 1;
+}
+
+size_t strix_conv_out_w(const strix_conv_geom *g, size_t w) {
+    if (g->stride_w == 0 || w + 2 * g->pad_w < g->kw) return 0;
+    return (w + 2 * g->pad_w - g->kw) / g->stride_w + 1;
+}
+
+strix_status strix_im2col(strix_backend *be, const float *in, float *col, size_t n, size_t c,
+                          size_t h, size_t w, const strix_conv_geom *g) {
+    STRIX_DISPATCH(be, im2col, in, col, n, c, h, w, g);
+}
+
+strix_status strix_col2im_add(strix_backend *be, const float *col, float *out, size_t n, size_t c,
+                              size_t h, size_t w, const strix_conv_geom *g) {
+    STRIX_DISPATCH(be, col2im_add, col, out, n, c, h, w, g);
+}
+
+strix_status strix_add_channel_vector(strix_backend *be, const float *in, const float *vec,
+                                      float *out, size_t n, size_t c, size_t inner) {
+    STRIX_DISPATCH(be, add_channel_vector, in, vec, out, n, c, inner);
+}
+
+strix_status strix_max_pool_forward(strix_backend *be, const float *in, float *out,
+                                    int32_t *argmax, size_t planes, size_t h, size_t w,
+                                    const strix_conv_geom *g) {
+    STRIX_DISPATCH(be, max_pool_forward, in, out, argmax, planes, h, w, g);
+}
+
+strix_status strix_max_unpool(strix_backend *be, const float *src, const int32_t *argmax,
+                              float *dst, size_t planes, size_t h, size_t w,
+                              const strix_conv_geom *g) {
+    STRIX_DISPATCH(be, max_unpool, src, argmax, dst, planes, h, w, g);
+}
+
+strix_status strix_avg_pool_forward(strix_backend *be, const float *in, float *out, size_t planes,
+                                    size_t h, size_t w, const strix_conv_geom *g) {
+    STRIX_DISPATCH(be, avg_pool_forward, in, out, planes, h, w, g);
+}
+
+strix_status strix_avg_pool_backward(strix_backend *be, const float *grad_out, float *grad_in,
+                                     size_t planes, size_t h, size_t w, const strix_conv_geom *g) {
+    STRIX_DISPATCH(be, avg_pool_backward, grad_out, grad_in, planes, h, w, g);
+}
+
+strix_status strix_batch_norm_forward(strix_backend *be, const float *in, const float *gamma,
+                                      const float *beta, float *xhat, float *out,
+                                      float *channel_std, size_t n, size_t c, size_t spatial,
+                                      float eps) {
+    STRIX_DISPATCH(be, batch_norm_forward, in, gamma, beta, xhat, out, channel_std, n, c, spatial,
+                   eps);
+}
+
+strix_status strix_batch_norm_backward(strix_backend *be, const float *grad_out,
+                                       const float *gamma, const float *xhat,
+                                       const float *channel_std, float *grad_in, float *gamma_grad,
+                                       float *beta_grad, size_t n, size_t c, size_t spatial) {
+    STRIX_DISPATCH(be, batch_norm_backward, grad_out, gamma, xhat, channel_std, grad_in,
+                   gamma_grad, beta_grad, n, c, spatial);
+}
+
+strix_status strix_batch_norm_update_running(strix_backend *be, const float *in,
+                                             float *running_mean, float *running_var, size_t n,
+                                             size_t c, size_t spatial, float momentum) {
+    STRIX_DISPATCH(be, batch_norm_update_running, in, running_mean, running_var, n, c, spatial,
+                   momentum);
+}
+
+strix_status strix_batch_norm_eval_forward(strix_backend *be, const float *in, const float *gamma,
+                                           const float *beta, const float *running_mean,
+                                           const float *running_var, float *xhat, float *out,
+                                           float *channel_std, size_t n, size_t c, size_t spatial,
+                                           float eps) {
+    STRIX_DISPATCH(be, batch_norm_eval_forward, in, gamma, beta, running_mean, running_var, xhat,
+                   out, channel_std, n, c, spatial, eps);
+}
+
+strix_status strix_batch_norm_eval_backward(strix_backend *be, const float *grad_out,
+                                            const float *gamma, const float *xhat,
+                                            const float *channel_std, float *grad_in,
+                                            float *gamma_grad, float *beta_grad, size_t n,
+                                            size_t c, size_t spatial) {
+    STRIX_DISPATCH(be, batch_norm_eval_backward, grad_out, gamma, xhat, channel_std, grad_in,
+                   gamma_grad, beta_grad, n, c, spatial);
+}
+
+strix_status strix_group_norm_forward(strix_backend *be, const float *in, const float *gamma,
+                                      const float *beta, float *xhat, float *out, float *group_std,
+                                      size_t n, size_t c, size_t spatial, size_t groups,
+                                      float eps) {
+    STRIX_DISPATCH(be, group_norm_forward, in, gamma, beta, xhat, out, group_std, n, c, spatial,
+                   groups, eps);
+}
+
+strix_status strix_group_norm_backward(strix_backend *be, const float *grad_out,
+                                       const float *gamma, const float *xhat,
+                                       const float *group_std, float *grad_in, float *gamma_grad,
+                                       float *beta_grad, size_t n, size_t c, size_t spatial,
+                                       size_t groups) {
+    STRIX_DISPATCH(be, group_norm_backward, grad_out, gamma, xhat, group_std, grad_in, gamma_grad,
+                   beta_grad, n, c, spatial, groups);
+}

@@ -1,0 +1,83 @@
+/*
+ * ops_lrp.c - the public entry points of include/strix/ops/lrp.h: the LRP and fuzzy-logic
+ * primitives, each a checked call into the backend vtable (src/core/backend_impl.h). No math here.
+ */
+#include "core/backend_impl.h"
+
+strix_status strix_lrp_linear(strix_backend *be, const float *x, const float *w, const float *z,
+                              const float *r, float *r_in, size_t rows, size_t in_features,
+                              size_t out_features, float eps) {
+    STRIX_DISPATCH(be, lrp_linear, x, w, z, r, r_in, rows, in_features, out_features, eps);
+}
+
+strix_status strix_lrp_residual_split(strix_backend *be, const float *a, const float *b,
+                                      const float *r, float *r_a, float *r_b, size_t n,
+                                      float eps) {
+    STRIX_DISPATCH(be, lrp_residual_split, a, b, r, r_a, r_b, n, eps);
+}
+
+strix_status strix_lrp_bilinear_elementwise(strix_backend *be, const float *a, const float *b,
+                                            const float *r, float *r_out, size_t n, float eps) {
+    STRIX_DISPATCH(be, lrp_bilinear_elementwise, a, b, r, r_out, n, eps);
+}
+
+strix_status strix_lrp_bilinear_matmul(strix_backend *be, const float *a, const float *b,
+                                       const float *o, const float *r_o, float *r_a, float *r_b,
+                                       size_t slices, size_t m, size_t p, size_t q, float eps,
+                                       bool b_transposed) {
+    STRIX_DISPATCH(be, lrp_bilinear_matmul, a, b, o, r_o, r_a, r_b, slices, m, p, q, eps,
+                   b_transposed);
+}
+
+strix_status strix_lrp_softmax_rows(strix_backend *be, const float *x, const float *y,
+                                    const float *r, float *r_in, size_t rows, size_t cols) {
+    STRIX_DISPATCH(be, lrp_softmax_rows, x, y, r, r_in, rows, cols);
+}
+
+strix_status strix_lrp_rope(strix_backend *be, const float *x, const float *y, const float *r,
+                            const float *cos_table, const float *sin_table, float *r_in,
+                            size_t rows, size_t seq_len, size_t head_dim, float eps) {
+    STRIX_DISPATCH(be, lrp_rope, x, y, r, cos_table, sin_table, r_in, rows, seq_len, head_dim, eps);
+}
+
+strix_status strix_lrp_conv(strix_backend *be, const float *col, const float *kernel,
+                            const float *z, const float *r, float *r_col, size_t n,
+                            size_t out_channels, size_t p, size_t q, float eps) {
+    STRIX_DISPATCH(be, lrp_conv, col, kernel, z, r, r_col, n, out_channels, p, q, eps);
+}
+
+strix_status strix_lrp_avg_pool(strix_backend *be, const float *x, const float *r, float *r_in,
+                                size_t planes, size_t h, size_t w, const strix_conv_geom *g,
+                                float eps) {
+    STRIX_DISPATCH(be, lrp_avg_pool, x, r, r_in, planes, h, w, g, eps);
+}
+
+strix_status strix_lrp_stabilized_divide(strix_backend *be, const float *r, const float *den,
+                                         const float *gate, float *out, size_t n, float eps,
+                                         strix_lrp_gate gate_mode) {
+    STRIX_DISPATCH(be, lrp_stabilized_divide, r, den, gate, out, n, eps, gate_mode);
+}
+
+strix_status strix_logic_pointwise(strix_backend *be, strix_logic_op op, strix_logic_norm norm,
+                                   const float *a, const float *b, const float *g_or_r,
+                                   const float *y, float *out_a, float *out_b, size_t n,
+                                   float eps) {
+    STRIX_DISPATCH(be, logic_pointwise, op, norm, a, b, g_or_r, y, out_a, out_b, n, eps);
+}
+
+strix_status strix_aggregator_forward(strix_backend *be, const float *x, float *mean_pow,
+                                      float *out, size_t n, size_t cols, float p) {
+    STRIX_DISPATCH(be, aggregator_forward, x, mean_pow, out, n, cols, p);
+}
+
+strix_status strix_aggregator_backward(strix_backend *be, const float *x, const float *mean_pow,
+                                       const float *grad_out, float *grad_in, size_t n,
+                                       size_t cols, float p) {
+    STRIX_DISPATCH(be, aggregator_backward, x, mean_pow, grad_out, grad_in, n, cols, p);
+}
+
+strix_status strix_aggregator_lrp(strix_backend *be, const float *x, const float *mean_pow,
+                                  const float *r_out, float *r_in, size_t n, size_t cols, float p,
+                                  float eps) {
+    STRIX_DISPATCH(be, aggregator_lrp, x, mean_pow, r_out, r_in, n, cols, p, eps);
+}

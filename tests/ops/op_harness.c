@@ -1,0 +1,147 @@
+/*
+ * op_harness.c - the plumbing and the golden harness of the op tests (tests/ops/op_harness.h).
+ */
+#include "ops/op_harness.h"
+#include "backends/cpu/cpu_internal.h" /* cpu_set_parallel_min_work: force loops parallel */
+
+#define GOLDEN_DIR "tests/golden/ops/"
+
+// ---- runner plumbing ---------------------------------------------------------------------------
+
+void *keep(op_run *run, void *device) {
+    assert_true(run->buffer_count < MAX_BUFFERS);
+    run->buffers[run->buffer_count++] = device;
+    return device;
+}
+
+const tl_array *need(op_run *run, const char *name) {
+    const tl_array *a = tl_golden_get(run->g, name);
+    assert_non_null(a);
+    return a;
+}
+
+size_t count_of(op_run *run, const char *name) { return need(run, name)->count; }
+
+float scalar(op_run *run, const char *name) { return need(run, name)->data[0]; }
+
+/* Golden array `name` uploaded to the backend. */
+float *input(op_run *run, const char *name) {
+    const tl_array *a = need(run, name);
+    return keep(run, tl_upload(run->be, a->data, a->count * sizeof(float)));
+}
+
+/* Golden array `name` (exact floats) uploaded as int32. */
+int32_t *input_i32(op_run *run, const char *name) {
+    const tl_array *a = need(run, name);
+    int32_t *host = malloc((a->count ? a->count : 1) * sizeof *host);
+    for (size_t i = 0; i < a->count; i++) host[i] = (int32_t)a->data[i];
+    int32_t *device = keep(run, tl_upload(run->be, host, a->count * sizeof *host));
+    free(host);
+    return device;
+}
+
+/* n floats of backend memory pre-filled with NaN, so an unwritten element shows. */
+float *output(op_run *run, size_t n) {
+    float *device = keep(run, tl_device_alloc(run->be, n * sizeof(float)));
+    assert_int_equal(strix_fill(run->be, device, NAN, n), STRIX_OK);
+    return device;
+}
+
+void collect(op_run *run, const char *label, const char *golden, const float *device,
+                    size_t n, bool exact) {
+    assert_true(run->count < MAX_OUTPUTS);
+    op_output *o = &run->out[run->count++];
+    snprintf(o->label, sizeof o->label, "%s", label);
+    o->golden = golden;
+    o->count = n;
+    o->exact = exact;
+    o->host = tl_malloc_floats(n);
+    assert_int_equal(strix_sync(run->be), STRIX_OK);
+    tl_download(run->be, o->host, device, n * sizeof(float));
+}
+
+void collect_i32(op_run *run, const char *label, const char *golden,
+                        const int32_t *device, size_t n) {
+    int32_t *host = malloc((n ? n : 1) * sizeof *host);
+    tl_download(run->be, host, device, n * sizeof *host);
+    float *as_float = tl_malloc_floats(n);
+    for (size_t i = 0; i < n; i++) as_float[i] = (float)host[i];
+    free(host);
+    assert_true(run->count < MAX_OUTPUTS);
+    op_output *o = &run->out[run->count++];
+    snprintf(o->label, sizeof o->label, "%s", label);
+    o->golden = golden;
+    o->count = n;
+    o->exact = true;
+    o->host = as_float;
+}
+
+void run_release(op_run *run) {
+    for (int i = 0; i < run->buffer_count; i++) strix_free(run->be, run->buffers[i]);
+    for (int i = 0; i < run->count; i++) free(run->out[i].host);
+    run->buffer_count = run->count = 0;
+}
+
+
+// ---- the golden harness ------------------------------------------------------------------------
+
+/* Runs one case on one backend twice (1 thread; 2 threads with every loop forced parallel),
+ * checks the second run against the golden and the two runs against each other bit for bit. */
+static bool check_case(const op_case *c, strix_backend *be, const tl_golden *g) {
+    op_run serial = {.be = be, .g = g}, parallel = {.be = be, .g = g};
+    strix_set_num_threads(1);
+    c->run(&serial);
+    strix_set_num_threads(2);
+    size_t previous = cpu_set_parallel_min_work(1);
+    c->run(&parallel);
+    cpu_set_parallel_min_work(previous);
+    strix_set_num_threads(0);
+
+    bool ok = serial.count == parallel.count;
+    for (int i = 0; ok && i < parallel.count; i++) {
+        const op_output *o = &parallel.out[i];
+        const tl_array *want = tl_golden_get(g, o->golden);
+        char label[160];
+        snprintf(label, sizeof label, "%s/%s/%s", c->golden, strix_backend_name(be), o->label);
+        bool good = want && want->count == o->count;
+        if (good && o->exact) good = tl_check_bits(label, o->host, want->data, o->count);
+        if (good && !o->exact)
+            good = tl_check_close(label, o->host, want->data, o->count, c->atol, c->rtol);
+        char threads_label[200];
+        snprintf(threads_label, sizeof threads_label, "%s (1 vs 2 threads)", label);
+        good = good && tl_check_bits(threads_label, serial.out[i].host, o->host, o->count);
+        ok = ok && good;
+    }
+    run_release(&serial);
+    run_release(&parallel);
+    return ok;
+}
+
+int run_op_cases(const op_case *cases, size_t count) {
+    int failures = 0;
+    for (size_t ci = 0; ci < count; ci++) {
+        const op_case *c = &cases[ci];
+        char path[256];
+        snprintf(path, sizeof path, GOLDEN_DIR "%s.bin", c->golden);
+        tl_golden g;
+        assert_true(tl_golden_load(path, &g));
+        for (size_t bi = 0; bi < TL_BACKEND_COUNT; bi++) {
+            strix_backend *be = tl_backend_open(tl_backend_names[bi]);
+            if (!be) continue;
+            bool ok = check_case(c, be, &g);
+            printf("  %-26s %-9s %s\n", c->golden, tl_backend_names[bi], ok ? "ok" : "FAIL");
+            failures += !ok;
+            strix_backend_free(be);
+        }
+        tl_golden_free(&g);
+    }
+    return failures;
+}
+
+float *up(strix_backend *be, const float *host, size_t n) {
+    return tl_upload(be, host, n * sizeof(float));
+}
+
+void down(strix_backend *be, float *host, const float *device, size_t n) {
+    tl_download(be, host, device, n * sizeof(float));
+}

@@ -1,0 +1,106 @@
+/*
+ * op_harness.h - the table-driven harness of tests/test_ops.c (ggml test-backend-ops style),
+ * shared by the case files tests/ops/cases_<group>.c.
+ *
+ * A case is {golden file, runner, tolerance}: the runner uploads the golden inputs (input(),
+ * input_i32()), allocates NaN-filled outputs (output()), calls the primitive(s) and hands each
+ * result to collect()/collect_i32() under the name of the golden array it must match. The
+ * harness runs every case on every backend of tl_backend_names[] twice - 1 thread, then 2 threads
+ * with every CPU loop forced through OpenMP - and requires the golden match and bit-identical
+ * runs. Goldens: tests/golden/ops/<case>.bin, written by tools/ref/ops*_ref.py.
+ * A case file exports its table and its extra cmocka tests (edge cases, finite differences):
+ *   const op_case ops_<group>_cases[];  const size_t ops_<group>_case_count;
+ *   const struct CMUnitTest ops_<group>_tests[];  const size_t ops_<group>_test_count;
+ */
+#ifndef STRIX_TEST_OP_HARNESS_H
+#define STRIX_TEST_OP_HARNESS_H
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "testlib.h"
+
+#define ATOL 1e-5
+#define RTOL 1e-4
+#define MAX_OUTPUTS 24
+#define MAX_BUFFERS 64
+
+/* One output of a run: what the backend produced, and the golden array it must match. */
+typedef struct op_output {
+    char label[64];
+    const char *golden; /* name of the expected array */
+    float *host;
+    size_t count;
+    bool exact; /* bit-identical to the golden (data movement, selection) */
+} op_output;
+
+typedef struct op_run {
+    strix_backend *be;
+    const tl_golden *g;
+    op_output out[MAX_OUTPUTS];
+    int count;
+    void *buffers[MAX_BUFFERS]; /* backend memory freed after the run */
+    int buffer_count;
+} op_run;
+
+typedef void (*op_runner)(op_run *run);
+
+typedef struct op_case {
+    const char *golden; /* tests/golden/ops/<golden>.bin */
+    op_runner run;
+    double atol, rtol;
+} op_case;
+
+/* Golden array `name` (must exist). */
+const tl_array *need(op_run *run, const char *name);
+size_t count_of(op_run *run, const char *name);
+/* First value of golden array `name` (a stored scalar). */
+float scalar(op_run *run, const char *name);
+/* Golden array `name` uploaded to the backend (freed after the run). */
+float *input(op_run *run, const char *name);
+/* Golden array `name` (exact floats) uploaded as int32. */
+int32_t *input_i32(op_run *run, const char *name);
+/* n floats of backend memory pre-filled with NaN, so an unwritten element shows. */
+float *output(op_run *run, size_t n);
+/* Backend memory freed after the run. */
+void *keep(op_run *run, void *device);
+/* Downloads n floats of `device` as output `label`, to be compared with golden array `golden`
+ * (exact: bit for bit). */
+void collect(op_run *run, const char *label, const char *golden, const float *device, size_t n,
+             bool exact);
+/* The same for int32 outputs (always exact). */
+void collect_i32(op_run *run, const char *label, const char *golden, const int32_t *device,
+                 size_t n);
+
+/* Runs every case of a table on every backend; returns the number of failed case x backend runs
+ * (each printed). */
+int run_op_cases(const op_case *cases, size_t count);
+
+#define OK(call) assert_int_equal((call), STRIX_OK)
+
+/* Runs the body once per available backend with `be` bound. */
+#define FOR_EACH_BACKEND(be)                                                                   \
+    for (size_t bi_ = 0; bi_ < TL_BACKEND_COUNT; bi_++)                                        \
+        for (strix_backend *be = tl_backend_open(tl_backend_names[bi_]), *once_ = be; once_;   \
+             strix_backend_free(be), once_ = NULL)
+
+/* Host <-> backend copies of n floats (up allocates). */
+float *up(strix_backend *be, const float *host, size_t n);
+void down(strix_backend *be, float *host, const float *device, size_t n);
+
+/* The tables of the case files. */
+#define OP_GROUP(g)                                                                            \
+    extern const op_case ops_##g##_cases[];                                                    \
+    extern const size_t ops_##g##_case_count;                                                  \
+    extern const struct CMUnitTest ops_##g##_tests[];                                          \
+    extern const size_t ops_##g##_test_count;
+OP_GROUP(core)
+OP_GROUP(extra)
+OP_GROUP(cnn)
+OP_GROUP(lrp)
+OP_GROUP(recurrent)
+#undef OP_GROUP
+
+#endif
