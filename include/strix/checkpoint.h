@@ -21,7 +21,7 @@
  *     double), so every value reads back bit for bit and --resume continues the run exactly.
  * Files are written atomically (temp file, fsync, rename, fsync of the directory).
  *
- * Not here: other dtypes (F16, BF16, ...), memory-mapped reading, sharded files.
+ * Not here: other dtypes (F16, BF16, ...; F32 and I64 only), memory-mapped reading, sharded files.
  */
 #ifndef STRIX_CHECKPOINT_H
 #define STRIX_CHECKPOINT_H
@@ -61,8 +61,8 @@ typedef struct strix_safetensors strix_safetensors;
 
 /* Reads and validates the file at `path`. STRIX_ERR_IO when it cannot be read; STRIX_ERR_FORMAT
  * (message names the problem) for: a file shorter than 8 bytes, a header length past the end,
- * a header that is not a JSON object, malformed entries, an unknown or non-F32 dtype, a rank
- * over 4, duplicate names, offsets past the end of the data, a size other than numel·4,
+ * a header that is not a JSON object, malformed entries, a dtype other than F32 and I64, a rank
+ * over 4, duplicate names, offsets past the end of the data, a size other than numel·itemsize,
  * overlapping tensors, holes or trailing bytes in the data section, non-string metadata. */
 STRIX_API strix_status strix_safetensors_read(const char *path, strix_safetensors **out);
 
@@ -79,6 +79,24 @@ STRIX_API const strix_st_tensor *strix_safetensors_find(const strix_safetensors 
 /* Metadata value of `key`, or NULL. */
 STRIX_API const char *strix_safetensors_meta(const strix_safetensors *st, const char *key);
 STRIX_API void strix_safetensors_free(strix_safetensors *st);
+
+// ---- safetensors with int64 tensors (PyTorch's BatchNorm num_batches_tracked) -------------------
+
+typedef enum strix_st_dtype { STRIX_ST_F32 = 0, STRIX_ST_I64 = 1 } strix_st_dtype;
+
+/* strix_safetensors_write with a dtype per tensor (dtypes NULL: all F32). An I64 tensor's `data`
+ * holds floats that must be whole numbers within ±2^53; they are written as little-endian int64
+ * (STRIX_ERR_ARG otherwise). */
+STRIX_API strix_status strix_safetensors_write_typed(const char *path,
+                                                     const strix_st_tensor *tensors,
+                                                     const strix_st_dtype *dtypes, int n,
+                                                     const strix_st_meta *meta, int n_meta);
+
+/* The dtype tensor t (a pointer from strix_safetensors_at/find of st) has in the file. The
+ * reader accepts F32 and I64; an I64 tensor's values are converted to the nearest float on read
+ * (exact up to 2^24 in magnitude), so t->data is float for both. */
+STRIX_API strix_st_dtype strix_safetensors_dtype(const strix_safetensors *st,
+                                                 const strix_st_tensor *t);
 
 /* Writes the concatenation of chunks[0..n) (sizes in bytes) to `path` atomically: a temp file
  * "<path>.tmp.<pid>" is written, flushed and fsync'ed, renamed over `path`, and the directory is

@@ -16,7 +16,12 @@
  *   - All computation goes through the backend primitives (strix/backend.h); data pointers are
  *     backend memory and are never dereferenced on the host here.
  *
- * Not here: LRP/relevance (a later issue), dropout (the GPT trains without it), train/eval modes.
+ * Train/eval mode: strix_module_set_training() reaches the modules whose behaviour depends on it
+ * (BatchNorm, Dropout; containers pass it on); modules start in training mode, as in PyTorch.
+ * The classic layer zoo (Conv2d, pools, norms, Dropout, activations, Sequential, Residual) is in
+ * strix/layers.h, PyTorch state dicts in strix/state_dict.h.
+ *
+ * Not here: LRP/relevance (a later issue).
  */
 #ifndef STRIX_NN_H
 #define STRIX_NN_H
@@ -32,12 +37,14 @@ extern "C" {
 typedef struct strix_module strix_module;
 
 /* The vtable of a float->float module. forward/backward return the module's own output or input
- * gradient through *y / *dx (valid until the next call of the same kind). */
+ * gradient through *y / *dx (valid until the next call of the same kind). set_training may be
+ * NULL: the module behaves the same in both modes. */
 typedef struct strix_module_i {
     const char *type; /* "Linear", "LayerNorm", ... */
     strix_status (*forward)(strix_module *m, const strix_tensor *x, const strix_tensor **y);
     strix_status (*backward)(strix_module *m, const strix_tensor *dy, const strix_tensor **dx);
     void (*destroy)(strix_module *m);
+    void (*set_training)(strix_module *m, bool training);
 } strix_module_i;
 
 /* Every module struct starts with this header, so a pointer to it is a strix_module. */
@@ -55,6 +62,10 @@ STRIX_API strix_status strix_module_backward(strix_module *m, const strix_tensor
 /* Frees the module and its buffers (not its parameters: they live in the strix_params block).
  * NULL is a no-op. */
 STRIX_API void strix_module_free(strix_module *m);
+/* Training (true) or evaluation (false) mode, PyTorch's module.train()/eval(): BatchNorm uses
+ * batch or running statistics, Dropout drops or is the identity; containers pass it to their
+ * children; modules without a mode ignore it. Takes effect at the next forward. */
+STRIX_API void strix_module_set_training(strix_module *m, bool training);
 
 // ---- Linear ------------------------------------------------------------------------------------
 
@@ -77,10 +88,20 @@ typedef struct strix_linear {
 STRIX_API strix_status strix_linear_new(strix_params *ps, const char *prefix, int in_features,
                                         int out_features, bool bias, float init_std,
                                         strix_param *tied_weight, strix_linear **out);
-/* x (..., in) -> y (..., out) = x·Wᵀ + b. STRIX_ERR_SHAPE if the last dim is not in_features. */
+/* The same layer with PyTorch's default nn.Linear init (reset_parameters: Kaiming-uniform with
+ * a = sqrt(5)): weight and bias U(−1/sqrt(in), 1/sqrt(in)), drawn by strix_params_init from the
+ * seeded stream (so the values differ from PyTorch's, the distribution is the same). Weight
+ * decay on the weight only. STRIX_ERR_ALLOC / STRIX_ERR_ARG. */
+STRIX_API strix_status strix_linear_new_default(strix_params *ps, const char *prefix,
+                                                int in_features, int out_features, bool bias,
+                                                strix_linear **out);
+/* x (..., in) -> y (..., out) = x·Wᵀ + b. STRIX_ERR_SHAPE if the last dim is not in_features.
+ * Only the input is kept: a relevance pass gets the pre-bias z = x·Wᵀ bit for bit by repeating
+ * the GEMM. */
 STRIX_API strix_status strix_linear_forward(strix_linear *m, const strix_tensor *x,
                                             const strix_tensor **y);
-/* dy (..., out): dW += dyᵀ·x, db += column sums of dy, dx = dy·W (..., in). */
+/* dy (..., out): dW += dyᵀ·x, db += column sums of dy, dx = dy·W (..., in). A parameter with
+ * requires_grad clear (frozen) gets no gradient. */
 STRIX_API strix_status strix_linear_backward(strix_linear *m, const strix_tensor *dy,
                                              const strix_tensor **dx);
 

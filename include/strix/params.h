@@ -35,6 +35,9 @@ typedef struct strix_param {
     strix_init init;
     float init_std;
     bool decay;           /* AdamW weight decay applies (weights of Linear/Embedding) */
+    bool requires_grad;   /* false: frozen, optimizers skip it (default true) */
+    bool is_buffer;       /* state, not a parameter (BatchNorm running stats): no gradient, never
+                           * optimized, saved in the state dict */
     struct strix_param *tied_to; /* non-NULL: shares storage with another parameter */
 } strix_param;
 
@@ -55,6 +58,12 @@ STRIX_API strix_param *strix_params_add(strix_params *ps, const char *name, int 
                                         const int64_t *shape, strix_init init, float init_std,
                                         bool decay);
 
+/* Declares a buffer (PyTorch register_buffer): stored and saved like a parameter, with
+ * is_buffer set and requires_grad clear, so optimizers and zero_grad's users ignore it. Its grad
+ * view exists but stays unused. NULL on OOM. */
+STRIX_API strix_param *strix_params_add_buffer(strix_params *ps, const char *name, int ndim,
+                                               const int64_t *shape, strix_init init);
+
 /* Declares `name` as the same storage as `target` (weight tying); it is listed by name but not
  * stored twice. */
 STRIX_API strix_param *strix_params_tie(strix_params *ps, const char *name, strix_param *target);
@@ -69,6 +78,19 @@ STRIX_API strix_status strix_params_init(strix_params *ps, uint64_t seed);
 
 /* Finds a parameter by dotted name (NULL if absent). */
 STRIX_API strix_param *strix_params_find(const strix_params *ps, const char *name);
+
+/* True if dotted `name` lies under `prefix`: name == prefix, or name starts with prefix followed by
+ * '.', or prefix is "" or ends with '.' and starts name. So "blocks.1" matches "blocks.1.mlp.bias"
+ * but not "blocks.10.mlp.bias". */
+STRIX_API bool strix_param_name_matches(const char *name, const char *prefix);
+
+/* Freezes (flag false) or unfreezes every parameter whose name matches `prefix` (as
+ * strix_param_name_matches; PyTorch requires_grad_ on a submodule's parameters). Buffers are not
+ * parameters: they never match and stay frozen. Tied storage is one parameter: matching either
+ * name sets the flag of both. Optimizers and clipping skip frozen parameters; modules may skip
+ * their gradients. STRIX_ERR_ARG naming the prefix if no parameter matches. */
+STRIX_API strix_status strix_params_set_requires_grad(strix_params *ps, const char *prefix,
+                                                      bool flag);
 
 /* grads = 0 (one fill). */
 STRIX_API strix_status strix_params_zero_grad(strix_params *ps);

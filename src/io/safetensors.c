@@ -4,7 +4,9 @@
  * every size and offset is validated before any data is used, so a malformed or lying file gives
  * STRIX_ERR_FORMAT, never a crash.
  *
- * Does not memory-map, does not read dtypes other than F32, and assumes a little-endian host.
+ * F32 and, for PyTorch's int64 buffers (BatchNorm's num_batches_tracked), I64: I64 tensors are
+ * converted to float in place when read and from float when written (strix/state_dict.h).
+ * Does not memory-map, does not read other dtypes, and assumes a little-endian host.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -21,6 +23,7 @@
 #include <cjson/cJSON.h>
 
 #include "strix/checkpoint.h"
+#include "strix/state_dict.h"
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "safetensors.c assumes a little-endian host (the format stores little-endian data)"
@@ -32,6 +35,7 @@
 struct strix_safetensors {
     int count;
     strix_st_tensor *tensors;  /* in data-offset order; names and data point into the blocks */
+    strix_st_dtype *dtypes;    /* the file's dtype of each tensor (data is float for all) */
     char **names;
     float *data;               /* the whole data section */
     int meta_count;
@@ -55,10 +59,13 @@ static bool add_raw_u64(cJSON *array, uint64_t v) {
     return raw && cJSON_AddItemToArray(array, raw);
 }
 
-/* The JSON header of tensors/meta, padded with spaces to a multiple of 8 bytes after the 8-byte
- * length; *len gets the padded length. NULL on out-of-memory. */
-static char *build_header(const strix_st_tensor *tensors, int n, const strix_st_meta *meta,
-                          int n_meta, size_t *len) {
+/* Bytes per element of a dtype. */
+static size_t dtype_size(strix_st_dtype d) { return d == STRIX_ST_I64 ? 8 : 4; }
+
+/* The JSON header of tensors/meta (dtypes NULL: all F32), padded with spaces to a multiple of 8
+ * bytes after the 8-byte length; *len gets the padded length. NULL on out-of-memory. */
+static char *build_header(const strix_st_tensor *tensors, const strix_st_dtype *dtypes, int n,
+                          const strix_st_meta *meta, int n_meta, size_t *len) {
     cJSON *root = cJSON_CreateObject();
     bool ok = root != NULL;
     if (ok && n_meta > 0) {
@@ -69,13 +76,15 @@ static char *build_header(const strix_st_tensor *tensors, int n, const strix_st_
     }
     uint64_t offset = 0;
     for (int i = 0; ok && i < n; i++) {
+        strix_st_dtype dt = dtypes ? dtypes[i] : STRIX_ST_F32;
         cJSON *t = cJSON_AddObjectToObject(root, tensors[i].name);
         cJSON *shape = t ? cJSON_AddArrayToObject(t, "shape") : NULL;
-        ok = t && cJSON_AddStringToObject(t, "dtype", "F32") && shape;
+        ok = t && cJSON_AddStringToObject(t, "dtype", dt == STRIX_ST_I64 ? "I64" : "F32") &&
+             shape;
         for (int d = 0; ok && d < tensors[i].ndim; d++)
             ok = add_raw_u64(shape, (uint64_t)tensors[i].shape[d]);
         cJSON *offsets = ok ? cJSON_AddArrayToObject(t, "data_offsets") : NULL;
-        uint64_t bytes = (uint64_t)numel_of(&tensors[i]) * sizeof(float);
+        uint64_t bytes = (uint64_t)numel_of(&tensors[i]) * dtype_size(dt);
         ok = offsets && add_raw_u64(offsets, offset) && add_raw_u64(offsets, offset + bytes);
         offset += bytes;
     }
@@ -93,6 +102,34 @@ static char *build_header(const strix_st_tensor *tensors, int n, const strix_st_
 
 strix_status strix_safetensors_write(const char *path, const strix_st_tensor *tensors, int n,
                                      const strix_st_meta *meta, int n_meta) {
+    return strix_safetensors_write_typed(path, tensors, NULL, n, meta, n_meta);
+}
+
+/* A malloc'ed int64 copy of an I64 tensor's float values (NULL with a status on failure). */
+static int64_t *to_i64(const strix_st_tensor *t, strix_status *s) {
+    int64_t n = numel_of(t);
+    int64_t *out = malloc((size_t)(n ? n : 1) * sizeof *out);
+    if (!out) {
+        *s = strix_error(STRIX_ERR_ALLOC, "safetensors: out of memory");
+        return NULL;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        double v = t->data[i];
+        if (!(fabs(v) <= EXACT_INT_MAX) || v != floor(v)) {
+            free(out);
+            *s = strix_error(STRIX_ERR_ARG, "safetensors: I64 tensor '%s' holds %g, not a whole "
+                             "number", t->name, v);
+            return NULL;
+        }
+        out[i] = (int64_t)v;
+    }
+    *s = STRIX_OK;
+    return out;
+}
+
+strix_status strix_safetensors_write_typed(const char *path, const strix_st_tensor *tensors,
+                                           const strix_st_dtype *dtypes, int n,
+                                           const strix_st_meta *meta, int n_meta) {
     for (int i = 0; i < n; i++) {
         const strix_st_tensor *t = &tensors[i];
         if (!t->name || !t->name[0] || strcmp(t->name, "__metadata__") == 0)
@@ -106,6 +143,9 @@ strix_status strix_safetensors_write(const char *path, const strix_st_tensor *te
                                    t->name);
         if (numel_of(t) > 0 && !t->data)
             return strix_error(STRIX_ERR_ARG, "safetensors: tensor '%s' has no data", t->name);
+        if (dtypes && dtypes[i] != STRIX_ST_F32 && dtypes[i] != STRIX_ST_I64)
+            return strix_error(STRIX_ERR_ARG, "safetensors: tensor '%s' has an unknown dtype %d",
+                               t->name, (int)dtypes[i]);
         for (int j = 0; j < i; j++)
             if (strcmp(tensors[j].name, t->name) == 0)
                 return strix_error(STRIX_ERR_ARG, "safetensors: duplicate tensor name '%s'",
@@ -116,7 +156,7 @@ strix_status strix_safetensors_write(const char *path, const strix_st_tensor *te
             return strix_error(STRIX_ERR_ARG, "safetensors: metadata entry %d is NULL", i);
 
     size_t header_len = 0;
-    char *header = build_header(tensors, n, meta, n_meta, &header_len);
+    char *header = build_header(tensors, dtypes, n, meta, n_meta, &header_len);
     if (!header) return strix_error(STRIX_ERR_ALLOC, "safetensors: out of memory for the header");
     unsigned char len_bytes[8];
     for (int b = 0; b < 8; b++) len_bytes[b] = (unsigned char)((uint64_t)header_len >> (8 * b));
@@ -124,18 +164,25 @@ strix_status strix_safetensors_write(const char *path, const strix_st_tensor *te
     int chunks = n + 2;
     const void **ptrs = malloc((size_t)chunks * sizeof *ptrs);
     size_t *sizes = malloc((size_t)chunks * sizeof *sizes);
-    strix_status s;
-    if (!ptrs || !sizes) {
+    int64_t **ints = calloc((size_t)(n ? n : 1), sizeof *ints); /* I64 copies */
+    strix_status s = STRIX_OK;
+    if (!ptrs || !sizes || !ints) {
         s = strix_error(STRIX_ERR_ALLOC, "safetensors: out of memory");
     } else {
         ptrs[0] = len_bytes, sizes[0] = 8;
         ptrs[1] = header, sizes[1] = header_len;
-        for (int i = 0; i < n; i++) {
-            ptrs[i + 2] = tensors[i].data;
-            sizes[i + 2] = (size_t)numel_of(&tensors[i]) * sizeof(float);
+        for (int i = 0; i < n && s == STRIX_OK; i++) {
+            strix_st_dtype dt = dtypes ? dtypes[i] : STRIX_ST_F32;
+            if (dt == STRIX_ST_I64) ints[i] = to_i64(&tensors[i], &s);
+            ptrs[i + 2] = dt == STRIX_ST_I64 ? (const void *)ints[i]
+                                             : (const void *)tensors[i].data;
+            sizes[i + 2] = (size_t)numel_of(&tensors[i]) * dtype_size(dt);
         }
-        s = strix_write_file_atomic(path, (const void *const *)ptrs, sizes, chunks);
+        if (s == STRIX_OK)
+            s = strix_write_file_atomic(path, (const void *const *)ptrs, sizes, chunks);
     }
+    for (int i = 0; ints && i < n; i++) free(ints[i]);
+    free(ints);
     free(ptrs);
     free(sizes);
     free(header);
@@ -147,6 +194,7 @@ strix_status strix_safetensors_write(const char *path, const strix_st_tensor *te
 /* One header entry while validating. */
 typedef struct entry {
     const char *name;
+    strix_st_dtype dtype;
     int ndim;
     int64_t shape[STRIX_MAX_DIMS];
     uint64_t begin, end;
@@ -175,10 +223,14 @@ static strix_status parse_entry(const cJSON *item, entry *e) {
     if (!cJSON_IsString(dtype) || !cJSON_IsArray(shape) || !cJSON_IsArray(offsets))
         return bad("safetensors: tensor '%s' lacks a string dtype, a shape array or a "
                    "data_offsets array", e->name);
-    if (strcmp(dtype->valuestring, "F32") != 0)
+    if (strcmp(dtype->valuestring, "F32") == 0)
+        e->dtype = STRIX_ST_F32;
+    else if (strcmp(dtype->valuestring, "I64") == 0)
+        e->dtype = STRIX_ST_I64;
+    else
         return strix_error(STRIX_ERR_FORMAT,
-                           "safetensors: tensor '%s' has dtype '%.16s'; strix reads only F32",
-                           e->name, dtype->valuestring);
+                           "safetensors: tensor '%s' has dtype '%.16s'; strix reads only F32 "
+                           "and I64", e->name, dtype->valuestring);
     int ndim = cJSON_GetArraySize(shape);
     if (ndim > STRIX_MAX_DIMS)
         return strix_error(STRIX_ERR_FORMAT, "safetensors: tensor '%s' has %d dims (at most %d)",
@@ -202,11 +254,12 @@ static strix_status parse_entry(const cJSON *item, entry *e) {
                    e->name);
     if (e->end < e->begin)
         return bad("safetensors: tensor '%s' has data_offsets with end before begin", e->name);
-    if (e->end - e->begin != numel * sizeof(float))
+    uint64_t elem = dtype_size(e->dtype);
+    if (e->end - e->begin != numel * elem)
         return strix_error(STRIX_ERR_FORMAT,
                            "safetensors: tensor '%s' spans %" PRIu64 " bytes but its shape needs "
-                           "%" PRIu64 " (numel x 4)", e->name, e->end - e->begin,
-                           numel * (uint64_t)sizeof(float));
+                           "%" PRIu64 " (numel x %" PRIu64 ")", e->name, e->end - e->begin,
+                           numel * elem, elem);
     return STRIX_OK;
 }
 
@@ -275,9 +328,10 @@ static strix_status build(const cJSON *root, const unsigned char *data, uint64_t
     if (s == STRIX_OK) {
         st->count = n;
         st->tensors = calloc((size_t)(n ? n : 1), sizeof *st->tensors);
+        st->dtypes = calloc((size_t)(n ? n : 1), sizeof *st->dtypes);
         st->names = calloc((size_t)(n ? n : 1), sizeof *st->names);
         st->data = malloc(data_len ? data_len : 1);
-        if (!st->tensors || !st->names || !st->data)
+        if (!st->tensors || !st->dtypes || !st->names || !st->data)
             s = strix_error(STRIX_ERR_ALLOC, "safetensors: out of memory (%" PRIu64 " bytes)",
                             data_len);
     }
@@ -293,8 +347,21 @@ static strix_status build(const cJSON *root, const unsigned char *data, uint64_t
         for (int d = 0; d < STRIX_MAX_DIMS; d++)
             t->shape[d] = d < t->ndim ? entries[i].shape[d] : 1;
         t->data = st->data + entries[i].begin / sizeof(float);
+        st->dtypes[i] = entries[i].dtype;
     }
     if (s == STRIX_OK && data_len) memcpy(st->data, data, data_len);
+    /* I64 -> float in place: element k moves from byte 8k to byte 4k, read before written */
+    for (int i = 0; i < n && s == STRIX_OK; i++) {
+        if (entries[i].dtype != STRIX_ST_I64) continue;
+        unsigned char *base = (unsigned char *)st->data + entries[i].begin;
+        uint64_t count = (entries[i].end - entries[i].begin) / 8;
+        for (uint64_t k = 0; k < count; k++) {
+            int64_t v;
+            memcpy(&v, base + 8 * k, sizeof v);
+            float f = (float)v;
+            memcpy(base + 4 * k, &f, sizeof f);
+        }
+    }
     if (s == STRIX_OK && meta) {
         int m = cJSON_GetArraySize(meta);
         st->meta = calloc((size_t)(m ? m : 1), sizeof *st->meta);
@@ -424,6 +491,12 @@ const strix_st_tensor *strix_safetensors_find(const strix_safetensors *st, const
     return NULL;
 }
 
+strix_st_dtype strix_safetensors_dtype(const strix_safetensors *st, const strix_st_tensor *t) {
+    STRIX_ASSERT(t >= st->tensors && t < st->tensors + st->count,
+                 "safetensors_dtype: tensor not from this file");
+    return st->dtypes[t - st->tensors];
+}
+
 const char *strix_safetensors_meta(const strix_safetensors *st, const char *key) {
     for (int i = 0; i < st->meta_count; i++)
         if (strcmp(st->meta[i].key, key) == 0) return st->meta[i].value;
@@ -438,6 +511,7 @@ void strix_safetensors_free(strix_safetensors *st) {
         for (int i = 0; i < 2 * st->meta_count + 2; i++) free(st->meta_strings[i]);
     free(st->names);
     free(st->tensors);
+    free(st->dtypes);
     free(st->data);
     free(st->meta);
     free(st->meta_strings);

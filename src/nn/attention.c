@@ -34,8 +34,9 @@ static void vt_destroy(strix_module *m) {
     for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) strix_tensor_free(ts[i]);
     free(a);
 }
-static const strix_module_i attention_vt = {"CausalSelfAttention", vt_forward, vt_backward,
-                                            vt_destroy};
+static const strix_module_i attention_vt = {
+    .type = "CausalSelfAttention", .forward = vt_forward, .backward = vt_backward,
+    .destroy = vt_destroy};
 
 // ---- construction ------------------------------------------------------------------------------
 

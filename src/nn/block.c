@@ -24,7 +24,8 @@ static void vt_destroy(strix_module *m) {
     for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) strix_tensor_free(ts[i]);
     free(b);
 }
-static const strix_module_i block_vt = {"Block", vt_forward, vt_backward, vt_destroy};
+static const strix_module_i block_vt = {
+    .type = "Block", .forward = vt_forward, .backward = vt_backward, .destroy = vt_destroy};
 
 strix_status strix_block_new(strix_params *ps, const char *prefix, const strix_block_config *cfg,
                              strix_block **out) {

@@ -13,7 +13,7 @@ static void vt_destroy(strix_module *m) {
     strix_tensor_free(&e->out);
     free(e);
 }
-static const strix_module_i embedding_vt = {"Embedding", NULL, NULL, vt_destroy};
+static const strix_module_i embedding_vt = {.type = "Embedding", .destroy = vt_destroy};
 
 strix_status strix_embedding_new(strix_params *ps, const char *prefix, int num_embeddings,
                                  int dim, float init_std, strix_embedding **out) {

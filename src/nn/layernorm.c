@@ -20,7 +20,8 @@ static void vt_destroy(strix_module *m) {
     for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) strix_tensor_free(ts[i]);
     free(l);
 }
-static const strix_module_i layernorm_vt = {"LayerNorm", vt_forward, vt_backward, vt_destroy};
+static const strix_module_i layernorm_vt = {
+    .type = "LayerNorm", .forward = vt_forward, .backward = vt_backward, .destroy = vt_destroy};
 
 strix_status strix_layernorm_new(strix_params *ps, const char *prefix, int dim, bool bias,
                                  float eps, strix_layernorm **out) {

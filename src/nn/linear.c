@@ -2,11 +2,13 @@
  * linear.c - Linear (PyTorch nn.Linear): y = x·Wᵀ + b with W stored (out, in).
  *
  * One GEMM plus a row-vector add forward; two GEMMs and a column sum backward. Does not do
- * initialisation itself (the parameter block draws values) and has no relevance rule yet.
+ * initialisation itself (the parameter block draws values; strix_linear_new_default only sets
+ * PyTorch's distribution) and has no relevance rule yet.
  */
+#include <math.h>
 #include <stdlib.h>
 
-#include "nn_internal.h"
+#include "layers_internal.h"
 
 static strix_status vt_forward(strix_module *m, const strix_tensor *x, const strix_tensor **y) {
     return strix_linear_forward((strix_linear *)m, x, y);
@@ -20,7 +22,8 @@ static void vt_destroy(strix_module *m) {
     strix_tensor_free(&l->dx);
     free(l);
 }
-static const strix_module_i linear_vt = {"Linear", vt_forward, vt_backward, vt_destroy};
+static const strix_module_i linear_vt = {
+    .type = "Linear", .forward = vt_forward, .backward = vt_backward, .destroy = vt_destroy};
 
 strix_status strix_linear_new(strix_params *ps, const char *prefix, int in_features,
                               int out_features, bool bias, float init_std,
@@ -64,6 +67,21 @@ strix_status strix_linear_new(strix_params *ps, const char *prefix, int in_featu
     return STRIX_OK;
 }
 
+strix_status strix_linear_new_default(strix_params *ps, const char *prefix, int in_features,
+                                      int out_features, bool bias, strix_linear **out) {
+    STRIX_TRY(strix_linear_new(ps, prefix, in_features, out_features, bias, 0.0f, NULL, out));
+    // kaiming_uniform_(a=sqrt(5)): gain sqrt(2/(1+5)), bound gain·sqrt(3/fan_in) = 1/sqrt(fan_in)
+    float bound = (float)(1.0 / sqrt((double)in_features));
+    strix_linear *m = *out;
+    m->weight->init = STRIX_INIT_UNIFORM;
+    m->weight->init_std = bound;
+    if (m->bias) {
+        m->bias->init = STRIX_INIT_UNIFORM;
+        m->bias->init_std = bound;
+    }
+    return STRIX_OK;
+}
+
 strix_status strix_linear_forward(strix_linear *m, const strix_tensor *x, const strix_tensor **y) {
     STRIX_ASSERT(m->weight->data != NULL, "Linear: parameters not allocated");
     STRIX_TRY(nn_check_last("Linear", x, m->in_features));
@@ -89,9 +107,11 @@ strix_status strix_linear_backward(strix_linear *m, const strix_tensor *dy,
     size_t rows = nn_rows(dy), in = (size_t)m->in_features, out = (size_t)m->out_features;
     if (rows > 0) {
         // dW (out,in) += dyᵀ (out,rows) · x (rows,in)
-        STRIX_TRY(strix_gemm_ex(be, dy->data, true, m->x.data, false, m->weight->grad, out, rows,
-                                in, 1.0f));
-        if (m->bias) STRIX_TRY(strix_column_sums(be, dy->data, m->bias->grad, rows, out, 1.0f));
+        if (nn_wants_grad(m->weight))
+            STRIX_TRY(strix_gemm_ex(be, dy->data, true, m->x.data, false, m->weight->grad, out,
+                                    rows, in, 1.0f));
+        if (m->bias && nn_wants_grad(m->bias))
+            STRIX_TRY(strix_column_sums(be, dy->data, m->bias->grad, rows, out, 1.0f));
     }
     if (m->need_input_grad) {
         STRIX_TRY(nn_ensure_like(be, &m->dx, dy, m->in_features));

@@ -21,7 +21,8 @@ static void vt_destroy(strix_module *m) {
     strix_tensor_free(&p->h);
     free(p);
 }
-static const strix_module_i mlp_vt = {"MLP", vt_forward, vt_backward, vt_destroy};
+static const strix_module_i mlp_vt = {
+    .type = "MLP", .forward = vt_forward, .backward = vt_backward, .destroy = vt_destroy};
 
 static strix_act act_op(strix_activation_kind k) {
     return k == STRIX_ACTIVATION_RELU ? STRIX_ACT_RELU : STRIX_ACT_GELU;

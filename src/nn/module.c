@@ -1,7 +1,7 @@
 /*
  * module.c - the generic module vtable calls (strix/nn.h). Dispatch only: each module's own file
  * holds its math. Modules without a float->float form (Embedding) leave the slots NULL and
- * report STRIX_ERR_UNSUPPORTED here.
+ * report STRIX_ERR_UNSUPPORTED here; a NULL set_training slot means "no mode", a no-op.
  */
 #include "nn_internal.h"
 
@@ -22,4 +22,9 @@ strix_status strix_module_backward(strix_module *m, const strix_tensor *dy,
 
 void strix_module_free(strix_module *m) {
     if (m) m->vt->destroy(m);
+}
+
+void strix_module_set_training(strix_module *m, bool training) {
+    STRIX_ASSERT(m, "module set_training: NULL module");
+    if (m->vt->set_training) m->vt->set_training(m, training);
 }

@@ -41,8 +41,19 @@ strix_param *strix_params_add(strix_params *ps, const char *name, int ndim, cons
     p->init = init;
     p->init_std = init_std;
     p->decay = decay;
+    p->requires_grad = true;
     p->offset = ps->total;
     ps->total += p->numel;
+    return p;
+}
+
+strix_param *strix_params_add_buffer(strix_params *ps, const char *name, int ndim,
+                                     const int64_t *shape, strix_init init) {
+    strix_param *p = strix_params_add(ps, name, ndim, shape, init, 0.0f, false);
+    if (p) {
+        p->requires_grad = false;
+        p->is_buffer = true;
+    }
     return p;
 }
 
@@ -103,6 +114,30 @@ strix_param *strix_params_find(const strix_params *ps, const char *name) {
     for (int i = 0; i < ps->count; i++)
         if (strcmp(ps->items[i]->name, name) == 0) return ps->items[i];
     return NULL;
+}
+
+bool strix_param_name_matches(const char *name, const char *prefix) {
+    size_t n = strlen(prefix);
+    if (strncmp(name, prefix, n) != 0) return false;
+    return n == 0 || prefix[n - 1] == '.' || name[n] == '\0' || name[n] == '.';
+}
+
+strix_status strix_params_set_requires_grad(strix_params *ps, const char *prefix, bool flag) {
+    int matched = 0;
+    for (int i = 0; i < ps->count; i++) {
+        strix_param *p = ps->items[i];
+        if (p->is_buffer || !strix_param_name_matches(p->name, prefix)) continue;
+        p->requires_grad = flag;
+        if (p->tied_to) p->tied_to->requires_grad = flag;
+        matched++;
+    }
+    if (!matched)
+        return strix_error(STRIX_ERR_ARG, "set_requires_grad: no parameter matches '%s'", prefix);
+    for (int i = 0; i < ps->count; i++) { /* aliases follow their target */
+        strix_param *p = ps->items[i];
+        if (p->tied_to) p->requires_grad = p->tied_to->requires_grad;
+    }
+    return STRIX_OK;
 }
 
 strix_status strix_params_zero_grad(strix_params *ps) {

@@ -525,6 +525,11 @@ static const strix_st_tensor *expect_tensor(const strix_checkpoint *ck, const ch
         *s = strix_error(STRIX_ERR_FORMAT, "checkpoint '%s' has no tensor '%s'", ck->path, name);
         return NULL;
     }
+    if (strix_safetensors_dtype(ck->st, t) != STRIX_ST_F32) {
+        *s = strix_error(STRIX_ERR_FORMAT, "checkpoint '%s': tensor '%s' is not F32", ck->path,
+                         name);
+        return NULL;
+    }
     bool same = t->ndim == p->ndim;
     for (int d = 0; same && d < p->ndim; d++) same = t->shape[d] == p->shape[d];
     if (!same) {

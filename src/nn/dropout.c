@@ -1,0 +1,82 @@
+/*
+ * dropout.c - Dropout (PyTorch nn.Dropout, inverted) on the counter-RNG dropout primitive.
+ *
+ * The mask of a forward is a pure function of (seed, offset): backward re-applies the same
+ * primitive with the same (seed, offset) to dy, which selects and scales exactly the elements
+ * the forward kept, so no mask is stored. Eval mode and p = 0 are the identity (views).
+ */
+#include <stdlib.h>
+
+#include "layers_internal.h"
+
+static strix_status dropout_fwd(strix_module *mod, const strix_tensor *x, const strix_tensor **y) {
+    strix_dropout *m = (strix_dropout *)mod;
+    strix_backend *be = m->base.be;
+    if (!m->training || m->p == 0.0f) {
+        m->last_dropped = false;
+        m->ident_out = nn_view_of(x);
+        if (y) *y = &m->ident_out;
+        return STRIX_OK;
+    }
+    size_t n = (size_t)strix_tensor_numel(x);
+    STRIX_TRY(nn_ensure_same(be, &m->out, x));
+    float scale = m->p < 1.0f ? 1.0f / (1.0f - m->p) : 0.0f;
+    if (n > 0)
+        STRIX_TRY(strix_dropout_forward(be, x->data, m->out.data, NULL, n, m->p, scale, m->seed,
+                                        m->offset));
+    m->last_dropped = true;
+    m->last_offset = m->offset;
+    m->offset += n;
+    if (y) *y = &m->out;
+    return STRIX_OK;
+}
+
+static strix_status dropout_bwd(strix_module *mod, const strix_tensor *dy,
+                                const strix_tensor **dx) {
+    strix_dropout *m = (strix_dropout *)mod;
+    strix_backend *be = m->base.be;
+    STRIX_TRY(nn_check_same("Dropout", dy, m->last_dropped ? &m->out : &m->ident_out));
+    if (!m->last_dropped) {
+        m->ident_dx = nn_view_of(dy);
+        if (dx) *dx = &m->ident_dx;
+        return STRIX_OK;
+    }
+    size_t n = (size_t)strix_tensor_numel(dy);
+    STRIX_TRY(nn_ensure_same(be, &m->dx, dy));
+    float scale = m->p < 1.0f ? 1.0f / (1.0f - m->p) : 0.0f;
+    if (n > 0)
+        STRIX_TRY(strix_dropout_forward(be, dy->data, m->dx.data, NULL, n, m->p, scale, m->seed,
+                                        m->last_offset));
+    if (dx) *dx = &m->dx;
+    return STRIX_OK;
+}
+
+static void dropout_set_training(strix_module *mod, bool training) {
+    ((strix_dropout *)mod)->training = training;
+}
+
+static void dropout_destroy(strix_module *mod) {
+    strix_dropout *m = (strix_dropout *)mod;
+    strix_tensor_free(&m->out);
+    strix_tensor_free(&m->dx);
+    free(m);
+}
+
+static const strix_module_i dropout_vt = {
+    .type = "Dropout", .forward = dropout_fwd, .backward = dropout_bwd, .destroy = dropout_destroy,
+    .set_training = dropout_set_training};
+
+strix_status strix_dropout_new(strix_backend *be, float p, uint64_t seed, strix_dropout **out) {
+    *out = NULL;
+    if (!(p >= 0.0f && p <= 1.0f))
+        return strix_error(STRIX_ERR_ARG, "Dropout: p %g must be in [0, 1]", (double)p);
+    strix_dropout *m = calloc(1, sizeof *m);
+    if (!m) return NN_ALLOC_FAIL("Dropout");
+    m->base.vt = &dropout_vt;
+    m->base.be = be;
+    m->p = p;
+    m->seed = seed;
+    m->training = true;
+    *out = m;
+    return STRIX_OK;
+}

@@ -1,0 +1,92 @@
+/*
+ * groupnorm.c - GroupNorm (PyTorch nn.GroupNorm, affine) over (N, C, *) on the group-norm
+ * primitive pair; γ/β grads come back overwritten in scratch and are added into the parameter
+ * grads. No relevance rule here.
+ */
+#include <stdlib.h>
+
+#include "layers_internal.h"
+
+static strix_status gn_forward(strix_module *mod, const strix_tensor *x, const strix_tensor **y) {
+    strix_groupnorm *m = (strix_groupnorm *)mod;
+    STRIX_ASSERT(m->weight->data != NULL, "GroupNorm: parameters not allocated");
+    if (x->ndim < 2 || x->shape[1] != m->num_channels)
+        return strix_error(STRIX_ERR_SHAPE, "GroupNorm: input must be (N, %d, ...)",
+                           m->num_channels);
+    strix_backend *be = m->base.be;
+    size_t n = (size_t)x->shape[0], C = (size_t)m->num_channels, G = (size_t)m->num_groups;
+    size_t spatial = (size_t)nn_prod(x, 2);
+    STRIX_TRY(nn_ensure_same(be, &m->out, x));
+    STRIX_TRY(nn_ensure_same(be, &m->xhat, x));
+    int64_t sshape[2] = {(int64_t)n, (int64_t)G};
+    STRIX_TRY(strix_tensor_ensure(be, &m->std, 2, sshape));
+    m->n = (int64_t)n;
+    m->spatial = (int64_t)spatial;
+    m->x = nn_view_of(x);
+    if (n * spatial > 0)
+        STRIX_TRY(strix_group_norm_forward(be, x->data, m->weight->data, m->bias->data,
+                                           m->xhat.data, m->out.data, m->std.data, n, C, spatial,
+                                           G, m->eps));
+    if (y) *y = &m->out;
+    return STRIX_OK;
+}
+
+static strix_status gn_backward(strix_module *mod, const strix_tensor *dy,
+                                const strix_tensor **dx) {
+    strix_groupnorm *m = (strix_groupnorm *)mod;
+    STRIX_TRY(nn_check_same("GroupNorm", dy, &m->out));
+    strix_backend *be = m->base.be;
+    size_t n = (size_t)m->n, C = (size_t)m->num_channels, G = (size_t)m->num_groups;
+    size_t spatial = (size_t)m->spatial;
+    bool gw = nn_wants_grad(m->weight), gb = nn_wants_grad(m->bias);
+    STRIX_TRY(nn_ensure_same(be, &m->dx, dy));
+    STRIX_TRY(nn_ensure1(be, &m->gamma_grad, (int64_t)C));
+    STRIX_TRY(nn_ensure1(be, &m->beta_grad, (int64_t)C));
+    if (n * spatial > 0) {
+        STRIX_TRY(strix_group_norm_backward(be, dy->data, m->weight->data, m->xhat.data,
+                                            m->std.data, m->dx.data,
+                                            gw ? m->gamma_grad.data : NULL,
+                                            gb ? m->beta_grad.data : NULL, n, C, spatial, G));
+        STRIX_TRY(nn_add_grad(be, m->weight, m->gamma_grad.data, C));
+        STRIX_TRY(nn_add_grad(be, m->bias, m->beta_grad.data, C));
+    }
+    if (dx) *dx = &m->dx;
+    return STRIX_OK;
+}
+
+static void gn_destroy(strix_module *mod) {
+    strix_groupnorm *m = (strix_groupnorm *)mod;
+    strix_tensor *ts[] = {&m->out, &m->xhat, &m->std, &m->dx, &m->gamma_grad, &m->beta_grad};
+    for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) strix_tensor_free(ts[i]);
+    free(m);
+}
+
+static const strix_module_i groupnorm_vt = {
+    .type = "GroupNorm", .forward = gn_forward, .backward = gn_backward, .destroy = gn_destroy};
+
+strix_status strix_groupnorm_new(strix_params *ps, const char *prefix, int num_groups,
+                                 int num_channels, float eps, strix_groupnorm **out) {
+    *out = NULL;
+    if (num_groups <= 0 || num_channels <= 0 || num_channels % num_groups != 0 || !(eps > 0.0f))
+        return strix_error(STRIX_ERR_ARG, "GroupNorm %s: %d groups must divide %d channels, eps "
+                           "%g must be positive", prefix, num_groups, num_channels, (double)eps);
+    char wname[STRIX_PARAM_NAME_MAX], bname[STRIX_PARAM_NAME_MAX];
+    STRIX_TRY(nn_name(wname, prefix, "weight"));
+    STRIX_TRY(nn_name(bname, prefix, "bias"));
+    strix_groupnorm *m = calloc(1, sizeof *m);
+    if (!m) return NN_ALLOC_FAIL("GroupNorm");
+    m->base.vt = &groupnorm_vt;
+    m->base.be = ps->be;
+    m->num_groups = num_groups;
+    m->num_channels = num_channels;
+    m->eps = eps;
+    int64_t shape[1] = {num_channels};
+    m->weight = strix_params_add(ps, wname, 1, shape, STRIX_INIT_ONES, 0.0f, false);
+    if (m->weight) m->bias = strix_params_add(ps, bname, 1, shape, STRIX_INIT_ZEROS, 0.0f, false);
+    if (!m->bias) {
+        free(m);
+        return NN_ALLOC_FAIL("GroupNorm");
+    }
+    *out = m;
+    return STRIX_OK;
+}

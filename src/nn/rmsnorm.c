@@ -1,0 +1,80 @@
+/*
+ * rmsnorm.c - RMSNorm over the last dim (PyTorch nn.RMSNorm, optional elementwise affine) on the
+ * rms-norm primitive pair; the γ gradient is the column sum of the per-element terms dy·x/rms
+ * the backward primitive writes. No relevance rule here.
+ */
+#include <stdlib.h>
+
+#include "layers_internal.h"
+
+static strix_status rms_forward(strix_module *mod, const strix_tensor *x, const strix_tensor **y) {
+    strix_rmsnorm *m = (strix_rmsnorm *)mod;
+    STRIX_ASSERT(!m->weight || m->weight->data != NULL, "RMSNorm: parameters not allocated");
+    STRIX_TRY(nn_check_last("RMSNorm", x, m->dim));
+    strix_backend *be = m->base.be;
+    size_t rows = nn_rows(x);
+    STRIX_TRY(nn_ensure_same(be, &m->out, x));
+    STRIX_TRY(nn_ensure1(be, &m->rms, (int64_t)rows));
+    m->x = nn_view_of(x);
+    if (rows > 0)
+        STRIX_TRY(strix_rms_norm_forward(be, x->data, m->weight ? m->weight->data : NULL,
+                                         m->out.data, m->rms.data, rows, (size_t)m->dim, m->eps));
+    if (y) *y = &m->out;
+    return STRIX_OK;
+}
+
+static strix_status rms_backward(strix_module *mod, const strix_tensor *dy,
+                                 const strix_tensor **dx) {
+    strix_rmsnorm *m = (strix_rmsnorm *)mod;
+    STRIX_TRY(nn_check_same("RMSNorm", dy, &m->out));
+    strix_backend *be = m->base.be;
+    size_t rows = nn_rows(dy), cols = (size_t)m->dim;
+    bool gw = m->weight && nn_wants_grad(m->weight);
+    STRIX_TRY(nn_ensure_same(be, &m->dx, dy));
+    if (gw) STRIX_TRY(nn_ensure_same(be, &m->terms, dy));
+    if (rows > 0) {
+        STRIX_TRY(strix_rms_norm_backward(be, dy->data, m->weight ? m->weight->data : NULL,
+                                          m->x.data, m->rms.data, m->dx.data,
+                                          gw ? m->terms.data : NULL, rows, cols));
+        if (gw)
+            STRIX_TRY(strix_column_sums(be, m->terms.data, m->weight->grad, rows, cols, 1.0f));
+    }
+    if (dx) *dx = &m->dx;
+    return STRIX_OK;
+}
+
+static void rms_destroy(strix_module *mod) {
+    strix_rmsnorm *m = (strix_rmsnorm *)mod;
+    strix_tensor *ts[] = {&m->out, &m->rms, &m->dx, &m->terms};
+    for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) strix_tensor_free(ts[i]);
+    free(m);
+}
+
+static const strix_module_i rmsnorm_vt = {
+    .type = "RMSNorm", .forward = rms_forward, .backward = rms_backward, .destroy = rms_destroy};
+
+strix_status strix_rmsnorm_new(strix_params *ps, const char *prefix, int dim, float eps,
+                               bool affine, strix_rmsnorm **out) {
+    *out = NULL;
+    if (dim <= 0 || !(eps > 0.0f))
+        return strix_error(STRIX_ERR_ARG, "RMSNorm %s: dim %d and eps %g must be positive",
+                           prefix, dim, (double)eps);
+    char wname[STRIX_PARAM_NAME_MAX];
+    STRIX_TRY(nn_name(wname, prefix, "weight"));
+    strix_rmsnorm *m = calloc(1, sizeof *m);
+    if (!m) return NN_ALLOC_FAIL("RMSNorm");
+    m->base.vt = &rmsnorm_vt;
+    m->base.be = ps->be;
+    m->dim = dim;
+    m->eps = eps;
+    if (affine) {
+        int64_t shape[1] = {dim};
+        m->weight = strix_params_add(ps, wname, 1, shape, STRIX_INIT_ONES, 0.0f, false);
+        if (!m->weight) {
+            free(m);
+            return NN_ALLOC_FAIL("RMSNorm");
+        }
+    }
+    *out = m;
+    return STRIX_OK;
+}
