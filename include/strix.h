@@ -1,7 +1,8 @@
 /*
  * strix.h - the whole public API of strix in one include. Each part has its own header under
- * strix/ (core, tensor, backend, params, nn, optim, gpt, sample, data, checkpoint); include only
- * what you use if you prefer. examples/tiny_gpt.c is a complete, commented program.
+ * strix/ (core, tensor, backend and its ops/, params, nn, layers, loss, optim, state_dict, gpt,
+ * sample, data, checkpoint); include only what you use if you prefer. examples/tiny_gpt.c and
+ * examples/digits.c are complete, commented programs.
  */
 #ifndef STRIX_H
 #define STRIX_H
@@ -11,10 +12,13 @@
 #include "strix/backend.h"
 #include "strix/params.h"
 #include "strix/nn.h"
+#include "strix/layers.h"
+#include "strix/loss.h"
 #include "strix/optim.h"
 #include "strix/gpt.h"
 #include "strix/sample.h"
 #include "strix/data.h"
 #include "strix/checkpoint.h"
+#include "strix/state_dict.h"
 
 #endif
