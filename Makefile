@@ -29,6 +29,7 @@ test-asan:
 
 bench: build
 	bash bench/gpt_train.sh
+	bash bench/zoo_train.sh
 
 clean:
 	rm -rf $(BUILD) build-asan

@@ -1,0 +1,450 @@
+/*
+ * digits.c - the layer zoo on real data, end to end: the UCI handwritten digits (1,797 8x8 images
+ * of 64 pixels 0..16) classified by an MLP and by a small CNN, trained with AdamW and
+ * cross-entropy, evaluated in eval mode on a fixed held-out fifth.
+ *
+ *   MLP: Linear(64,128) ReLU Linear(128,64) ReLU Linear(64,10)                      (30 epochs)
+ *   CNN: Conv2d(1,16,3,p1) BatchNorm2d ReLU MaxPool2d(2) -> Conv2d(16,32,3,p1) BatchNorm2d ReLU
+ *        MaxPool2d(2) -> Flatten -> Linear(32*2*2,10), on 1x8x8 images               (20 epochs)
+ *
+ * Data: ../shared/data/digits.csv, one image per line: 64 comma-separated pixels, then the label.
+ * Pixels are scaled to [0,1] (/16). Split: the row indices 0..n-1 are shuffled by Fisher-Yates
+ * (i from n-1 down to 1, j = strix_rng_below(rng, i + 1), swap) with a strix_rng seeded with
+ * SPLIT_SEED; the first n*4/5 rows of that order train (1,437), the rest test (360). The split
+ * does not depend on --seed, which picks the initial weights and the batch order: each epoch
+ * shuffles the training rows the same way, with one stream per model (strix_seed_derive(seed,
+ * model), model 0 = MLP, 1 = CNN) that runs on across epochs; batches of 32, the last one short.
+ * Optimizer: AdamW, lr 1e-3, betas (0.9, 0.999), eps 1e-8, weight decay 0.01 on every parameter
+ * (torch.optim.AdamW's defaults), constant learning rate; mean cross-entropy.
+ * tools/ref/digits_torch.py trains the same models on the same split and batches in PyTorch.
+ *
+ * It prints each epoch's mean training loss, each model's test accuracy, and a checksum (FNV-1a 64
+ * of the trained parameter blocks, buffers included): same seed and backend => same checksum,
+ * whatever the thread count. Exit status: 0; 1 if the MLP's test accuracy is below 0.95 or the
+ * CNN's below 0.97 (unless --no-gate); 2 for bad options, data or a failing call.
+ *
+ * Usage (from the repository root):
+ *   ./build/digits [--data PATH] [--epochs N] [--seed S] [--model mlp|cnn|both]
+ *                  [--backend cpu|cpu-blas] [--threads N] [--save PATH] [--no-gate]
+ * --epochs sets both models' epochs; --save writes the trained CNN's state dict (safetensors,
+ * PyTorch names "0.weight" ... "9.bias"), which digits_torch.py --load-cnn evaluates in PyTorch.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "strix.h"
+#include "strix/layers.h"
+#include "strix/loss.h"
+#include "strix/state_dict.h"
+
+#define SPLIT_SEED 1337
+#define PIXELS 64
+#define CLASSES 10
+#define BATCH 32
+
+// Every strix call returns a status; on failure the message is in strix_last_error(). CHECK
+// returns it to the caller, which reports it once (run_model, main).
+#define CHECK(call) STRIX_TRY(call)
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+// ---- data --------------------------------------------------------------------------------------
+
+typedef struct dataset {
+    int n;
+    float *x;   /* (n, 64), pixels / 16 */
+    int32_t *y; /* (n), labels 0..9 */
+} dataset;
+
+/* Reads the CSV (one image per line) into d. Returns 0, or 1 with a message on stderr. */
+static int load_digits(const char *path, dataset *d) {
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        fprintf(stderr, "digits: cannot open %s\n", path);
+        return 1;
+    }
+    int cap = 0, bad = 0, line_no = 0;
+    char line[1024];
+    d->n = 0;
+    while (!bad && fgets(line, sizeof line, f)) {
+        line_no++;
+        if (line[0] == '\n') continue;
+        if (d->n == cap) {
+            cap = cap ? 2 * cap : 2048;
+            float *nx = realloc(d->x, sizeof(float) * PIXELS * (size_t)cap);
+            if (nx) d->x = nx;
+            int32_t *ny = realloc(d->y, sizeof(int32_t) * (size_t)cap);
+            if (ny) d->y = ny;
+            if (!nx || !ny) {
+                fprintf(stderr, "digits: out of memory\n");
+                bad = 1;
+                break;
+            }
+        }
+        const char *p = line;
+        for (int k = 0; k <= PIXELS && !bad; k++) {
+            char *end;
+            long v = strtol(p, &end, 10);
+            bool sep_ok = k < PIXELS ? *end == ',' : (*end == '\n' || *end == '\r' || !*end);
+            if (end == p || !sep_ok || v < 0 || v > (k < PIXELS ? 16 : CLASSES - 1)) {
+                fprintf(stderr, "digits: %s:%d: expected 64 pixels 0..16 and a label 0..9\n",
+                        path, line_no);
+                bad = 1;
+            } else if (k < PIXELS) {
+                d->x[(size_t)d->n * PIXELS + (size_t)k] = (float)v / 16.0f;
+            } else {
+                d->y[d->n] = (int32_t)v;
+            }
+            p = end + 1;
+        }
+        if (!bad) d->n++;
+    }
+    fclose(f);
+    if (!bad && d->n < 10) {
+        fprintf(stderr, "digits: %s: only %d images\n", path, d->n);
+        bad = 1;
+    }
+    if (bad) {
+        free(d->x);
+        free(d->y);
+        d->x = NULL;
+        d->y = NULL;
+    }
+    return bad;
+}
+
+/* Fisher-Yates shuffle of perm[0..n) with `rng` (i from n-1 down to 1, j = below(i + 1)). */
+static void shuffle(int *perm, int n, strix_rng *rng) {
+    for (int i = n - 1; i > 0; i--) {
+        int j = (int)strix_rng_below(rng, (uint64_t)i + 1);
+        int t = perm[i];
+        perm[i] = perm[j];
+        perm[j] = t;
+    }
+}
+
+// ---- models ------------------------------------------------------------------------------------
+
+typedef enum model_kind { MODEL_MLP = 0, MODEL_CNN = 1 } model_kind;
+
+/* A model: its parameter block and its Sequential (children "0", "1", ... as in PyTorch). */
+typedef struct model {
+    model_kind kind;
+    strix_params ps;
+    strix_sequential *net;
+} model;
+
+static strix_status build_mlp(model *md) {
+    const int sizes[4] = {PIXELS, 128, 64, CLASSES};
+    char name[STRIX_PARAM_NAME_MAX];
+    for (int i = 0; i < 3; i++) {
+        strix_linear *lin = NULL;
+        CHECK(strix_sequential_child_name(md->net, name));
+        CHECK(strix_linear_new_default(&md->ps, name, sizes[i], sizes[i + 1], true, &lin));
+        CHECK(strix_sequential_add(md->net, &lin->base));
+        if (i == 0) lin->need_input_grad = false; // nothing needs d(loss)/d(pixels)
+        if (i == 2) break;
+        strix_activation *relu = NULL;
+        CHECK(strix_activation_new(md->ps.be, STRIX_ACT_RELU, &relu));
+        CHECK(strix_sequential_add(md->net, &relu->base));
+    }
+    return STRIX_OK;
+}
+
+static strix_status build_cnn(model *md) {
+    const int chans[3] = {1, 16, 32};
+    char name[STRIX_PARAM_NAME_MAX];
+    for (int i = 0; i < 2; i++) {
+        strix_conv2d_config cc = {.in_channels = chans[i], .out_channels = chans[i + 1],
+                                  .kernel_h = 3, .kernel_w = 3, .pad_h = 1, .pad_w = 1,
+                                  .bias = true};
+        strix_conv2d *conv = NULL;
+        CHECK(strix_sequential_child_name(md->net, name));
+        CHECK(strix_conv2d_new(&md->ps, name, &cc, &conv));
+        CHECK(strix_sequential_add(md->net, &conv->base));
+        if (i == 0) conv->need_input_grad = false;
+        strix_batchnorm *bn = NULL;
+        CHECK(strix_sequential_child_name(md->net, name));
+        CHECK(strix_batchnorm2d_new(&md->ps, name, chans[i + 1], 1e-5f, 0.1f, &bn));
+        CHECK(strix_sequential_add(md->net, &bn->base));
+        strix_activation *relu = NULL;
+        CHECK(strix_activation_new(md->ps.be, STRIX_ACT_RELU, &relu));
+        CHECK(strix_sequential_add(md->net, &relu->base));
+        strix_pool2d_config pc = {.kernel_h = 2, .kernel_w = 2};
+        strix_maxpool2d *pool = NULL;
+        CHECK(strix_maxpool2d_new(md->ps.be, &pc, &pool));
+        CHECK(strix_sequential_add(md->net, &pool->base));
+    }
+    strix_flatten *flat = NULL;
+    CHECK(strix_flatten_new(md->ps.be, 1, -1, &flat));
+    CHECK(strix_sequential_add(md->net, &flat->base));
+    strix_linear *lin = NULL;
+    CHECK(strix_sequential_child_name(md->net, name));
+    CHECK(strix_linear_new_default(&md->ps, name, 32 * 2 * 2, CLASSES, true, &lin));
+    CHECK(strix_sequential_add(md->net, &lin->base));
+    return STRIX_OK;
+}
+
+/* Builds the model, lays out its parameter block and draws the initial weights from `seed`. */
+static strix_status model_new(strix_backend *be, model_kind kind, uint64_t seed, model *md) {
+    md->kind = kind;
+    strix_params_init_empty(&md->ps, be);
+    CHECK(strix_sequential_new(be, "", &md->net));
+    CHECK(kind == MODEL_MLP ? build_mlp(md) : build_cnn(md));
+    CHECK(strix_params_alloc(&md->ps));
+    CHECK(strix_params_init(&md->ps, seed));
+    return STRIX_OK;
+}
+
+static void model_free(model *md) {
+    strix_module_free(md->net ? &md->net->base : NULL);
+    strix_params_free(&md->ps);
+}
+
+// ---- training and evaluation -------------------------------------------------------------------
+
+/* Device-side batch buffers, grown on first use. */
+typedef struct batch_buf {
+    strix_backend *be;
+    strix_tensor x, dlogits;
+    int32_t *y;   /* backend memory, `cap` labels */
+    size_t cap;
+    float *host_x;
+    int32_t *host_y;
+} batch_buf;
+
+/* Uploads rows rows[0..b) of d as the input tensor (b, 64) or (b, 1, 8, 8), and their labels. */
+static strix_status upload(batch_buf *bb, const dataset *d, const int *rows, int b,
+                           model_kind kind, strix_tensor *x_view) {
+    if ((size_t)b > bb->cap) {
+        strix_free(bb->be, bb->y);
+        bb->y = NULL;
+        free(bb->host_x);
+        free(bb->host_y);
+        bb->host_x = malloc(sizeof(float) * PIXELS * (size_t)b);
+        bb->host_y = malloc(sizeof(int32_t) * (size_t)b);
+        bb->cap = 0;
+        if (!bb->host_x || !bb->host_y) return strix_error(STRIX_ERR_ALLOC, "batch buffers");
+        CHECK(strix_alloc(bb->be, sizeof(int32_t) * (size_t)b, (void **)&bb->y));
+        bb->cap = (size_t)b;
+    }
+    for (int i = 0; i < b; i++) {
+        memcpy(bb->host_x + (size_t)i * PIXELS, d->x + (size_t)rows[i] * PIXELS,
+               sizeof(float) * PIXELS);
+        bb->host_y[i] = d->y[rows[i]];
+    }
+    int64_t shape2[2] = {b, PIXELS};
+    CHECK(strix_tensor_ensure(bb->be, &bb->x, 2, shape2));
+    CHECK(strix_copy(bb->be, bb->x.data, bb->host_x, sizeof(float) * PIXELS * (size_t)b,
+                     STRIX_COPY_H2D));
+    CHECK(strix_copy(bb->be, bb->y, bb->host_y, sizeof(int32_t) * (size_t)b, STRIX_COPY_H2D));
+    if (kind == MODEL_CNN) {
+        int64_t shape4[4] = {b, 1, 8, 8};
+        *x_view = strix_tensor_view(bb->x.data, bb->x.device, 4, shape4);
+    } else {
+        *x_view = strix_tensor_view(bb->x.data, bb->x.device, 2, shape2);
+    }
+    return STRIX_OK;
+}
+
+/* Test accuracy in eval mode: one forward over all `n` rows, argmax on the host (first max). */
+static strix_status evaluate(model *md, batch_buf *bb, const dataset *d, const int *rows, int n,
+                             int *correct) {
+    strix_tensor x;
+    strix_module_set_training(&md->net->base, false);
+    CHECK(upload(bb, d, rows, n, md->kind, &x));
+    const strix_tensor *logits;
+    CHECK(strix_module_forward(&md->net->base, &x, &logits));
+    float *host = malloc(sizeof(float) * CLASSES * (size_t)n);
+    if (!host) return strix_error(STRIX_ERR_ALLOC, "logits");
+    strix_status s = strix_copy(md->ps.be, host, logits->data,
+                                sizeof(float) * CLASSES * (size_t)n, STRIX_COPY_D2H);
+    *correct = 0;
+    for (int i = 0; s == STRIX_OK && i < n; i++) {
+        const float *row = host + (size_t)i * CLASSES;
+        int best = 0;
+        for (int c = 1; c < CLASSES; c++)
+            if (row[c] > row[best]) best = c;
+        *correct += best == d->y[rows[i]];
+    }
+    free(host);
+    strix_module_set_training(&md->net->base, true);
+    return s;
+}
+
+/* FNV-1a 64 of the whole parameter block (parameters and buffers), continuing from *h. */
+static strix_status checksum(const strix_params *ps, uint64_t *h) {
+    float *host = malloc(sizeof(float) * (ps->total ? ps->total : 1));
+    if (!host) return strix_error(STRIX_ERR_ALLOC, "checksum");
+    strix_status s = strix_copy(ps->be, host, ps->data, sizeof(float) * ps->total,
+                                STRIX_COPY_D2H);
+    if (s == STRIX_OK) *h = strix_fnv1a64(*h, host, sizeof(float) * ps->total);
+    free(host);
+    return s;
+}
+
+/* Trains model `kind` for `epochs` epochs and evaluates it; *acc gets the test accuracy. */
+static strix_status run_model(strix_backend *be, model_kind kind, uint64_t seed, int epochs,
+                              const dataset *d, const int *train, int n_train, const int *test,
+                              int n_test, const char *save, double *acc, uint64_t *hash) {
+    const char *label = kind == MODEL_MLP ? "mlp" : "cnn";
+    double t0 = now_s();
+    model md = {0};
+    batch_buf bb = {.be = be};
+    strix_loss_workspace ws;
+    strix_loss_workspace_init(&ws, be);
+    strix_optimizer *opt = NULL;
+    int *order = malloc(sizeof(int) * (size_t)n_train);
+    int *rows = malloc(sizeof(int) * BATCH);
+    strix_status s = order && rows ? STRIX_OK : strix_error(STRIX_ERR_ALLOC, "batch order");
+    if (s == STRIX_OK) s = model_new(be, kind, strix_seed_derive(seed, 100 + kind), &md);
+    strix_adamw_config adamw = strix_adamw_defaults(0.01f);
+    if (s == STRIX_OK) s = strix_optimizer_adamw(&md.ps, &adamw, &opt);
+    strix_rng rng;
+    strix_rng_seed(&rng, strix_seed_derive(seed, kind));
+    for (int epoch = 0; s == STRIX_OK && epoch < epochs; epoch++) {
+        for (int i = 0; i < n_train; i++) order[i] = i;
+        shuffle(order, n_train, &rng);
+        double loss_sum = 0.0;
+        for (int b0 = 0; s == STRIX_OK && b0 < n_train; b0 += BATCH) {
+            int b = n_train - b0 < BATCH ? n_train - b0 : BATCH;
+            for (int i = 0; i < b; i++) rows[i] = train[order[b0 + i]];
+            strix_tensor x;
+            const strix_tensor *logits, *dx;
+            int64_t gshape[2] = {b, CLASSES};
+            float loss = 0.0f;
+            s = upload(&bb, d, rows, b, kind, &x);
+            if (s == STRIX_OK) s = strix_params_zero_grad(&md.ps);
+            if (s == STRIX_OK) s = strix_module_forward(&md.net->base, &x, &logits);
+            if (s == STRIX_OK) s = strix_tensor_ensure(be, &bb.dlogits, 2, gshape);
+            if (s == STRIX_OK)
+                s = strix_cross_entropy_loss(&ws, logits->data, bb.y, (size_t)b, CLASSES,
+                                             STRIX_REDUCTION_MEAN, 0.0f, bb.dlogits.data, 1.0f,
+                                             &loss);
+            if (s == STRIX_OK) s = strix_module_backward(&md.net->base, &bb.dlogits, &dx);
+            if (s == STRIX_OK) s = strix_optimizer_step(opt, 1e-3f);
+            loss_sum += (double)loss * b;
+        }
+        if (s == STRIX_OK)
+            printf("%s epoch %3d  train loss %.4f\n", label, epoch + 1, loss_sum / n_train);
+    }
+    int correct = 0;
+    if (s == STRIX_OK) s = evaluate(&md, &bb, d, test, n_test, &correct);
+    uint64_t h = STRIX_FNV1A_INIT;
+    if (s == STRIX_OK) s = checksum(&md.ps, &h);
+    if (s == STRIX_OK) {
+        *acc = (double)correct / n_test;
+        *hash = strix_fnv1a64(*hash, &h, sizeof h);
+        printf("%s: test accuracy %.4f (%d/%d), %.1f s, parameters fnv %016llx\n", label, *acc,
+               correct, n_test, now_s() - t0, (unsigned long long)h);
+    }
+    if (s == STRIX_OK && save) {
+        s = strix_state_dict_save(&md.ps, save);
+        if (s == STRIX_OK) printf("%s: state dict written to %s\n", label, save);
+    }
+    if (s != STRIX_OK) fprintf(stderr, "digits: %s: %s\n", label, strix_last_error());
+    free(order);
+    free(rows);
+    strix_optimizer_free(opt);
+    strix_loss_workspace_free(&ws);
+    strix_tensor_free(&bb.x);
+    strix_tensor_free(&bb.dlogits);
+    strix_free(be, bb.y);
+    free(bb.host_x);
+    free(bb.host_y);
+    model_free(&md);
+    return s;
+}
+
+// ---- main --------------------------------------------------------------------------------------
+
+static int usage(const char *msg) {
+    fprintf(stderr, "digits: %s\nusage: digits [--data PATH] [--epochs N] [--seed S] "
+            "[--model mlp|cnn|both] [--backend cpu|cpu-blas] [--threads N] [--save PATH] "
+            "[--no-gate]\n", msg);
+    return 2;
+}
+
+int main(int argc, char **argv) {
+    const char *data = "../shared/data/digits.csv", *backend = "cpu", *which = "both";
+    const char *save = NULL;
+    int epochs = 0, threads = 0;
+    unsigned long long seed = 0;
+    bool gate = true;
+    for (int i = 1; i < argc; i++) {
+        const char *k = argv[i];
+        if (!strcmp(k, "--no-gate")) {
+            gate = false;
+            continue;
+        }
+        if (i + 1 >= argc) return usage("missing value or unknown flag");
+        const char *v = argv[++i];
+        char *end = NULL;
+        if (!strcmp(k, "--data")) data = v;
+        else if (!strcmp(k, "--backend")) backend = v;
+        else if (!strcmp(k, "--model")) which = v;
+        else if (!strcmp(k, "--save")) save = v;
+        else if (!strcmp(k, "--epochs")) epochs = (int)strtol(v, &end, 10);
+        else if (!strcmp(k, "--threads")) threads = (int)strtol(v, &end, 10);
+        else if (!strcmp(k, "--seed")) seed = strtoull(v, &end, 10);
+        else return usage("unknown flag");
+        if (end && (*end || end == v)) return usage("not a number");
+    }
+    bool run_mlp = !strcmp(which, "mlp") || !strcmp(which, "both");
+    bool run_cnn = !strcmp(which, "cnn") || !strcmp(which, "both");
+    if (!run_mlp && !run_cnn) return usage("--model takes mlp, cnn or both");
+    if (epochs < 0 || threads < 0) return usage("--epochs and --threads take counts >= 0");
+    if (save && !run_cnn) return usage("--save writes the CNN: use --model cnn or both");
+    if (threads > 0) strix_set_num_threads(threads);
+
+    dataset d = {0};
+    if (load_digits(data, &d)) return 2;
+    int *perm = malloc(sizeof(int) * (size_t)d.n);
+    if (!perm) return 2;
+    for (int i = 0; i < d.n; i++) perm[i] = i;
+    strix_rng split_rng;
+    strix_rng_seed(&split_rng, SPLIT_SEED);
+    shuffle(perm, d.n, &split_rng);
+    int n_train = d.n * 4 / 5, n_test = d.n - n_train;
+    printf("digits: %d images, %d train, %d test; backend %s, %d threads, seed %llu\n", d.n,
+           n_train, n_test, backend, strix_get_num_threads(), seed);
+
+    strix_backend *be = NULL;
+    int rc = 0;
+    if (strix_backend_init(backend, &be) != STRIX_OK) {
+        fprintf(stderr, "digits: backend %s: %s\n", backend, strix_last_error());
+        rc = 2;
+    }
+    double acc_mlp = 0.0, acc_cnn = 0.0;
+    uint64_t hash = STRIX_FNV1A_INIT;
+    if (rc == 0 && run_mlp &&
+        run_model(be, MODEL_MLP, seed, epochs ? epochs : 30, &d, perm, n_train, perm + n_train,
+                  n_test, NULL, &acc_mlp, &hash) != STRIX_OK)
+        rc = 2;
+    if (rc == 0 && run_cnn &&
+        run_model(be, MODEL_CNN, seed, epochs ? epochs : 20, &d, perm, n_train, perm + n_train,
+                  n_test, save, &acc_cnn, &hash) != STRIX_OK)
+        rc = 2;
+    if (rc == 0) {
+        printf("checksum %016llx\n", (unsigned long long)hash);
+        if (gate && run_mlp && acc_mlp < 0.95) {
+            fprintf(stderr, "digits: MLP test accuracy %.4f is below 0.95\n", acc_mlp);
+            rc = 1;
+        }
+        if (gate && run_cnn && acc_cnn < 0.97) {
+            fprintf(stderr, "digits: CNN test accuracy %.4f is below 0.97\n", acc_cnn);
+            rc = 1;
+        }
+    }
+    strix_backend_free(be);
+    free(perm);
+    free(d.x);
+    free(d.y);
+    return rc;
+}
