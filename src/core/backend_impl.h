@@ -118,6 +118,13 @@ struct strix_backend_i {
                                size_t h, size_t w, const strix_conv_geom *g);
     strix_status (*add_channel_vector)(strix_backend *be, const float *in, const float *vec,
                                        float *out, size_t n, size_t c, size_t inner);
+    strix_status (*conv2d_forward)(strix_backend *be, const float *in, const float *weight,
+                                   const float *bias, float *z, float *out, size_t n, size_t c,
+                                   size_t h, size_t w, size_t oc, const strix_conv_geom *g);
+    strix_status (*conv2d_backward)(strix_backend *be, const float *in, const float *weight,
+                                    const float *dy, float *dweight, float *dbias, float *dx,
+                                    size_t n, size_t c, size_t h, size_t w, size_t oc,
+                                    const strix_conv_geom *g);
     strix_status (*max_pool_forward)(strix_backend *be, const float *in, float *out,
                                      int32_t *argmax, size_t planes, size_t h, size_t w,
                                      const strix_conv_geom *g);

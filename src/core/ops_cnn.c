@@ -30,6 +30,19 @@ strix_status strix_add_channel_vector(strix_backend *be, const float *in, const 
     STRIX_DISPATCH(be, add_channel_vector, in, vec, out, n, c, inner);
 }
 
+strix_status strix_conv2d_forward(strix_backend *be, const float *in, const float *weight,
+                                  const float *bias, float *z, float *out, size_t n, size_t c,
+                                  size_t h, size_t w, size_t oc, const strix_conv_geom *g) {
+    STRIX_DISPATCH(be, conv2d_forward, in, weight, bias, z, out, n, c, h, w, oc, g);
+}
+
+strix_status strix_conv2d_backward(strix_backend *be, const float *in, const float *weight,
+                                   const float *dy, float *dweight, float *dbias, float *dx,
+                                   size_t n, size_t c, size_t h, size_t w, size_t oc,
+                                   const strix_conv_geom *g) {
+    STRIX_DISPATCH(be, conv2d_backward, in, weight, dy, dweight, dbias, dx, n, c, h, w, oc, g);
+}
+
 strix_status strix_max_pool_forward(strix_backend *be, const float *in, float *out,
                                     int32_t *argmax, size_t planes, size_t h, size_t w,
                                     const strix_conv_geom *g) {

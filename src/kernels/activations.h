@@ -40,10 +40,18 @@ STRIX_HD static inline float strix_gelu_backward(float x, float grad_out) {
     return grad_out * (cdf + x * pdf);
 }
 
+/* ReLU x < 0 ? 0 : x: NaN and -0 pass through (as torch.relu). A select, so loops vectorise. */
+STRIX_HD static inline float strix_relu_forward(float x) { return x < 0.0f ? 0.0f : x; }
+
+/* ReLU's derivative as a select: x > 0 ? grad_out : 0 (0 at the kink, and for NaN x). */
+STRIX_HD static inline float strix_relu_backward(float x, float grad_out) {
+    return x > 0.0f ? grad_out : 0.0f;
+}
+
 /* f(x) for activation `op`. RELU is x < 0 ? 0 : x, so NaN and -0 pass through (as torch.relu). */
 STRIX_HD static inline float strix_act_forward(strix_act op, float x) {
     switch (op) {
-    case STRIX_ACT_RELU: return x < 0.0f ? 0.0f : x;
+    case STRIX_ACT_RELU: return strix_relu_forward(x);
     case STRIX_ACT_NEG: return -x;
     case STRIX_ACT_TANH: return tanhf(x);
     case STRIX_ACT_SIGMOID: return strix_sigmoidf(x);
@@ -62,7 +70,7 @@ STRIX_HD static inline float strix_act_forward(strix_act op, float x) {
 /* grad_out·f'(x) for activation `op`. */
 STRIX_HD static inline float strix_act_backward(strix_act op, float x, float grad_out) {
     switch (op) {
-    case STRIX_ACT_RELU: return x > 0.0f ? grad_out : 0.0f;
+    case STRIX_ACT_RELU: return strix_relu_backward(x, grad_out);
     case STRIX_ACT_NEG: return -grad_out;
     case STRIX_ACT_TANH: {
         float t = tanhf(x);

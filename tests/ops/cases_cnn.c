@@ -13,6 +13,8 @@
  * runs; BatchNorm's documented lane order bit for bit, M = 1 and M = 0; central differences
  * (double) for every backward.
  */
+#include <string.h>
+
 #include "ops/op_harness.h"
 #include "kernels/cnn.h"
 
@@ -166,6 +168,40 @@ static void run_group_norm(op_run *run) {
 
 /* atol/rtol 1e-5/1e-4: every output is O(1) (BatchNorm sums up to ~20) and a handful of float
  * roundings away from PyTorch's float64 result; selections (im2col, max pool) are bit-exact. */
+/* The fused Conv2d against F.conv2d and its autograd (weight/bias grads added into a base), and
+ * bit for bit against its documented composition on the forward: im2col then W·col. */
+static void run_conv2d(op_run *run) {
+    strix_conv_geom g = geom_of(run);
+    size_t n = dim(run, "x", 0), c = dim(run, "x", 1), h = dim(run, "x", 2), w = dim(run, "x", 3);
+    size_t oc = (size_t)scalar(run, "oc"), nz = count_of(run, "z");
+    bool bias = tl_golden_get(run->g, "bias") != NULL;
+    float *x = input(run, "x"), *wt = input(run, "weight"), *b = bias ? input(run, "bias") : NULL;
+    float *z = output(run, nz), *out = bias ? output(run, nz) : NULL;
+    OK(strix_conv2d_forward(run->be, x, wt, b, z, out, n, c, h, w, oc, &g));
+    collect(run, "z", "z", z, nz, false);
+    collect(run, "out", "out", bias ? out : z, nz, false);
+    float *dw = input(run, "dw_base"), *db = bias ? input(run, "db_base") : NULL;
+    float *dx = output(run, n * c * h * w);
+    OK(strix_conv2d_backward(run->be, x, wt, input(run, "dy"), dw, db, dx, n, c, h, w, oc, &g));
+    collect(run, "dx", "dx", dx, n * c * h * w, false);
+    collect(run, "dw", "dw", dw, count_of(run, "dw"), false);
+    if (bias) collect(run, "db", "db", db, oc, false);
+    /* composition: per example im2col then the own GEMM (same bits on every backend's own
+     * kernel; checked against z within rounding on cpu-blas) */
+    size_t P = c * g.kh * g.kw, Q = nz / (n * oc);
+    float *col = output(run, n * P * Q), *zc = output(run, nz);
+    OK(strix_im2col(run->be, x, col, n, c, h, w, &g));
+    for (size_t e = 0; e < n; e++)
+        OK(strix_gemm(run->be, wt, col + e * P * Q, zc + e * oc * Q, oc, P, Q));
+    float *zh = tl_malloc_floats(nz), *zch = tl_malloc_floats(nz);
+    tl_download(run->be, zh, z, nz * sizeof(float));
+    tl_download(run->be, zch, zc, nz * sizeof(float));
+    if (strcmp(strix_backend_name(run->be), "cpu") == 0)
+        assert_true(tl_check_bits("conv2d z vs im2col+gemm", zh, zch, nz));
+    free(zh);
+    free(zch);
+}
+
 const op_case ops_cnn_cases[] = {
     {"cnn_im2col_k3s1p1", run_im2col, ATOL, RTOL},
     {"cnn_im2col_k2x3s2x1p0x1", run_im2col, ATOL, RTOL},
@@ -186,6 +222,8 @@ const op_case ops_cnn_cases[] = {
     {"cnn_group_norm_a", run_group_norm, ATOL, RTOL},
     {"cnn_group_norm_b", run_group_norm, ATOL, RTOL},
     {"cnn_group_norm_c", run_group_norm, ATOL, RTOL},
+    {"cnn_conv2d_k3s1p1", run_conv2d, ATOL, RTOL},
+    {"cnn_conv2d_k2x3s2x1p0x1_nobias", run_conv2d, ATOL, RTOL},
 };
 const size_t ops_cnn_case_count = sizeof ops_cnn_cases / sizeof ops_cnn_cases[0];
 

@@ -13,6 +13,7 @@ It writes tests/golden/ops/cnn_*.bin (format: tools/ref/ops_ref.py). References:
                           running statistics torch updates (momentum 0.1, unbiased variance), and
                           F.batch_norm(training=False) + autograd for the eval pair
   GroupNorm               F.group_norm + autograd
+  conv2d forward/backward F.conv2d + autograd (weight and bias grads added into a random base)
 Inputs are float32; the expected values are computed in float64 and rounded to float32 (selection
 results - im2col, max pool values and indices - are exact). Geometry and eps are stored as scalars.
 This script does not test anything and is not needed to run the tests.
@@ -143,6 +144,24 @@ def group_norm_case(n, c, s, groups, eps):
     return make
 
 
+def conv2d_case(n, c, h, w, oc, kh, kw, sh, sw, ph, pw, bias=True):
+    def make():
+        x, wt, b = randn(n, c, h, w), randn(oc, c, kh, kw, scale=0.3), randn(oc)
+        args = dict(stride=(sh, sw), padding=(ph, pw))
+        z = F.conv2d(x.to(F64), wt.to(F64), None, **args)
+        dy = randn(*z.shape)
+        fn = (lambda xx, ww, bb: F.conv2d(xx, ww, bb, **args)) if bias else \
+            (lambda xx, ww: F.conv2d(xx, ww, None, **args))
+        out, grads = grad64(fn, [x, wt, b] if bias else [x, wt], dy)
+        dw_base, db_base = randn(*wt.shape), randn(oc)
+        arrays = [("x", x), ("weight", wt), ("dy", dy), ("z", z), ("out", out), ("dx", grads[0]),
+                  ("dw_base", dw_base), ("dw", dw_base.to(F64) + grads[1]), ("oc", oc)]
+        if bias:
+            arrays += [("bias", b), ("db_base", db_base), ("db", db_base.to(F64) + grads[2])]
+        return arrays + geom(kh, kw, sh, sw, ph, pw)
+    return make
+
+
 CASES = [
     # im2col / col2im: (n, c, h, w, kh, kw, sh, sw, ph, pw)
     ("cnn_im2col_k3s1p1", im2col_case(2, 3, 7, 5, 3, 3, 1, 1, 1, 1)),
@@ -168,6 +187,9 @@ CASES = [
     ("cnn_group_norm_a", group_norm_case(3, 6, 35, 3, 1e-5)),
     ("cnn_group_norm_b", group_norm_case(2, 4, 17, 1, 1e-5)),
     ("cnn_group_norm_c", group_norm_case(2, 6, 5, 6, 1e-3)),
+    # the fused Conv2d: n 5 spans two groups of STRIX_CONV_GROUP = 4
+    ("cnn_conv2d_k3s1p1", conv2d_case(5, 3, 9, 7, 4, 3, 3, 1, 1, 1, 1)),
+    ("cnn_conv2d_k2x3s2x1p0x1_nobias", conv2d_case(3, 2, 8, 6, 5, 2, 3, 2, 1, 0, 1, bias=False)),
 ]
 
 

@@ -49,6 +49,34 @@ STRIX_API strix_status strix_add_channel_vector(strix_backend *be, const float *
                                                 const float *vec, float *out, size_t n, size_t c,
                                                 size_t inner);
 
+/* Examples per group of strix_conv2d_backward's weight and bias sums. */
+#define STRIX_CONV_GROUP 4
+
+/* strix: a whole Conv2d forward (PyTorch nn.Conv2d, dilation 1, groups 1) in one call, without a
+ * batch-sized col: per example e, z_e (oc, oh·ow) = weight (oc, c·kh·kw) · im2col(in_e), each
+ * element summed over p ascending from 0 (the bits of strix_im2col then strix_gemm on the own
+ * kernel), then out = z + bias[oc] (strix_add_channel_vector's bits). in (n, c, h, w); z and out
+ * (n, oc, oh, ow). bias NULL: out is not written (may be NULL); out may alias z. */
+STRIX_API strix_status strix_conv2d_forward(strix_backend *be, const float *in,
+                                            const float *weight, const float *bias, float *z,
+                                            float *out, size_t n, size_t c, size_t h, size_t w,
+                                            size_t oc, const strix_conv_geom *g);
+/* strix: the Conv2d backward in one call, from the forward's input in and dy (n, oc, oh, ow).
+ * Examples go in groups of STRIX_CONV_GROUP (the last may be smaller), groups ascending:
+ *   dweight (oc, c·kh·kw) += ((S_0 + S_1) + S_2) + ...: S_g[o][p] is one sum from 0.0f over the
+ *     group's (example, q) ascending of dy_e[o][q]·col_e[p][q] (multiply, round, add, round);
+ *   dbias (oc) += ((T_0 + T_1) + ...) likewise: T_g[o] sums the group's rows dy_e[o][·] in the
+ *     16-lane order of the norms below (value q to lane q mod 16, rows in order, lanes folded
+ *     pairwise);
+ *   dx (n, c, h, w) = col2im(weightᵀ·dy_e) (`=`: each pixel from 0.0f, its taps in the order of
+ *     strix_col2im_add), weightᵀ·dy_e summed over o ascending from 0.
+ * dweight, dbias and dx may each be NULL (not computed); dx must not alias the others. */
+STRIX_API strix_status strix_conv2d_backward(strix_backend *be, const float *in,
+                                             const float *weight, const float *dy,
+                                             float *dweight, float *dbias, float *dx, size_t n,
+                                             size_t c, size_t h, size_t w, size_t oc,
+                                             const strix_conv_geom *g);
+
 // ---- pooling -----------------------------------------------------------------------------------
 
 /* Max pool over `planes` planes of (h, w) into out (planes, oh, ow) (PyTorch MaxPool2d): each

@@ -107,6 +107,7 @@ static strix_status cpu_fill(strix_backend *be, float *p, float value, size_t n)
     .rms_norm_forward = cpu_rms_norm_forward, .rms_norm_backward = cpu_rms_norm_backward,      \
     .attention_mask_fill = cpu_attention_mask_fill, .im2col = cpu_im2col,                      \
     .col2im_add = cpu_col2im_add, .add_channel_vector = cpu_add_channel_vector,                \
+    .conv2d_forward = cpu_conv2d_forward, .conv2d_backward = cpu_conv2d_backward,              \
     .max_pool_forward = cpu_max_pool_forward, .max_unpool = cpu_max_unpool,                    \
     .avg_pool_forward = cpu_avg_pool_forward, .avg_pool_backward = cpu_avg_pool_backward,      \
     .batch_norm_forward = cpu_batch_norm_forward,                                              \

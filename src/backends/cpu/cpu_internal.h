@@ -31,12 +31,16 @@ int cpu_max_threads(void);
 /* Index of the calling thread in the current region (0 outside). */
 int cpu_thread_index(void);
 
-/* GEMM scratch of one thread: packed A block, packed B panel (all of k), accumulator tile. */
+/* GEMM scratch of one thread: packed A block, packed B panel (all of k), accumulator tile, rows
+ * of a produced operand (gen); and the thread's scratch of fused primitives (conv2d). */
 typedef struct cpu_gemm_workspace {
     float *pack_a;
     float *pack_b;
     float *acc;
+    float *gen;
     size_t pack_b_floats; /* capacity of pack_b */
+    float *scratch;
+    size_t scratch_floats; /* capacity of scratch */
 } cpu_gemm_workspace;
 
 /* Private state of a CPU backend. One host thread uses a backend at a time. */
@@ -52,6 +56,44 @@ void *cpu_aligned_alloc(size_t bytes);
 strix_status cpu_gemm_reserve(cpu_context *ctx, int threads, size_t k);
 /* Frees every workspace of ctx. */
 void cpu_gemm_release(cpu_context *ctx);
+/* How much more work a parallel region of this backend's GEMM, CNN and elementwise loops needs
+ * when OpenMP's worker threads sleep between regions (OMP_WAIT_POLICY=passive): waking one then
+ * costs 25-50 us on the 2-core machines, the time of ~1M elements of a memory-bound loop, so
+ * smaller loops run faster on the calling thread. 32 then, else 1. */
+size_t cpu_region_cost_factor(void);
+/* Whether `work` (elements touched, or multiply-adds / 8 for a GEMM) is worth a parallel region:
+ * CPU_BIG with the threshold scaled by cpu_region_cost_factor, except a threshold lowered to 1
+ * (tests that push every loop through OpenMP), taken as is. */
+#define CPU_WORTH(work)                                                                         \
+    ((size_t)(work) >= cpu_parallel_min_work *                                                  \
+                           (cpu_parallel_min_work > 1 ? cpu_region_cost_factor() : 1))
+/* Makes each of `threads` workspaces hold at least `floats` floats of scratch. STRIX_ERR_ALLOC. */
+strix_status cpu_scratch_reserve(cpu_context *ctx, int threads, size_t floats);
+/* A stored operand produced on demand (conv patches): row(ctx, r, c0, count, dst) writes
+ * elements [c0, c0 + count) of stored row r into dst. */
+typedef struct cpu_gemm_source {
+    void (*row)(const void *ctx, size_t r, size_t c0, size_t count, float *dst);
+    const void *ctx;
+} cpu_gemm_source;
+/* One GEMM on the calling thread (cpu_gemm_run). A and B are stored (lda/ldb: stored row
+ * strides), produced by a_src/b_src instead when those are set, or A comes packed whole
+ * (packed_a, from cpu_gemm_pack_a). C (m, n, row stride ldc) = op(A)·op(B) (chain false) or,
+ * with chain, C's values continue their sums: C = (C + a_0·b_0) + a_1·b_1 ... in ascending k.
+ * Same bits as cpu_gemm_ex for any blocking. */
+typedef struct cpu_gemm_args {
+    const float *a; size_t lda; bool ta; const cpu_gemm_source *a_src; const float *packed_a;
+    const float *b; size_t ldb; bool tb; const cpu_gemm_source *b_src;
+    float *c; size_t ldc;
+    size_t m, k, n;
+    bool chain;
+} cpu_gemm_args;
+/* Runs g on the calling thread with workspace ws (reserved for g->k). */
+void cpu_gemm_run(cpu_gemm_workspace *ws, const cpu_gemm_args *g);
+/* A (m, k) = op(stored a) packed whole for cpu_gemm_args.packed_a:
+ * cpu_gemm_packed_a_floats(m, k) floats at dst. Lets one A serve many GEMMs (a conv weight
+ * over the examples). */
+size_t cpu_gemm_packed_a_floats(size_t m, size_t k);
+void cpu_gemm_pack_a(const float *a, size_t lda, bool ta, size_t m, size_t k, float *dst);
 
 // ---- vtable slots (semantics: include/strix/backend.h) -----------------------------------------
 
@@ -144,6 +186,12 @@ strix_status cpu_col2im_add(strix_backend *be, const float *col, float *out, siz
                             size_t h, size_t w, const strix_conv_geom *g);
 strix_status cpu_add_channel_vector(strix_backend *be, const float *in, const float *vec,
                                     float *out, size_t n, size_t c, size_t inner);
+strix_status cpu_conv2d_forward(strix_backend *be, const float *in, const float *weight,
+                                const float *bias, float *z, float *out, size_t n, size_t c,
+                                size_t h, size_t w, size_t oc, const strix_conv_geom *g);
+strix_status cpu_conv2d_backward(strix_backend *be, const float *in, const float *weight,
+                                 const float *dy, float *dweight, float *dbias, float *dx, size_t n,
+                                 size_t c, size_t h, size_t w, size_t oc, const strix_conv_geom *g);
 strix_status cpu_max_pool_forward(strix_backend *be, const float *in, float *out, int32_t *argmax,
                                   size_t planes, size_t h, size_t w, const strix_conv_geom *g);
 strix_status cpu_max_unpool(strix_backend *be, const float *src, const int32_t *argmax, float *dst,

@@ -2,14 +2,16 @@
  * elementwise.c - the CPU backend's elementwise, vector and reduction slots: add, mul, axpby,
  * column_sums, add_row_vector, activations forward/backward, sum, dot, sum_squares.
  *
- * OpenMP splits only independent outputs (elements, columns). sum and dot are one sequential pass
+ * OpenMP splits only independent outputs (elements, columns), and only loops worth a region
+ * (CPU_WORTH: these loops are memory-bound). sum and dot are one sequential pass
  * in ascending order, sum_squares one pass over 32 interleaved lanes (their documented reduction
  * orders), never split.
  */
 #include "backends/cpu/cpu_internal.h"
 #include "kernels/activations.h"
 
-#define BIG(n) CPU_BIG(n)
+/* Memory-bound loops: worth a region only when waking the threads pays (CPU_WORTH). */
+#define BIG(n) CPU_WORTH(n)
 
 strix_status cpu_add(strix_backend *be, const float *a, const float *b, float *out, size_t n) {
     (void)be;
@@ -80,7 +82,7 @@ strix_status cpu_add_row_vector(strix_backend *be, const float *in, const float 
 strix_status cpu_clamp(strix_backend *be, const float *in, float lo, float hi, float *out,
                        size_t n) {
     (void)be;
-    CPU_PARALLEL_FOR_IF(CPU_BIG(n))
+    CPU_PARALLEL_FOR_IF(BIG(n))
     for (size_t i = 0; i < n; i++) out[i] = strix_clampf(in[i], lo, hi);
     return STRIX_OK;
 }
@@ -88,9 +90,14 @@ strix_status cpu_clamp(strix_backend *be, const float *in, float lo, float hi, f
 strix_status cpu_elementwise(strix_backend *be, strix_act op, const float *in, float *out,
                              size_t n) {
     (void)be;
-    if (op == STRIX_ACT_GELU) { /* its own loop, so that it vectorises */
+    if (op == STRIX_ACT_GELU) { /* GELU and ReLU get their own loops, so that they vectorise */
         CPU_PARALLEL_FOR_IF(CPU_BIG(4 * n))
         for (size_t i = 0; i < n; i++) out[i] = strix_gelu_forward(in[i]);
+        return STRIX_OK;
+    }
+    if (op == STRIX_ACT_RELU) {
+        CPU_PARALLEL_FOR_IF(BIG(n))
+        for (size_t i = 0; i < n; i++) out[i] = strix_relu_forward(in[i]);
         return STRIX_OK;
     }
     CPU_PARALLEL_FOR_IF(CPU_BIG(4 * n))
@@ -104,6 +111,11 @@ strix_status cpu_elementwise_backward(strix_backend *be, strix_act op, const flo
     if (op == STRIX_ACT_GELU) {
         CPU_PARALLEL_FOR_IF(CPU_BIG(4 * n))
         for (size_t i = 0; i < n; i++) grad_in[i] = strix_gelu_backward(x[i], grad_out[i]);
+        return STRIX_OK;
+    }
+    if (op == STRIX_ACT_RELU) {
+        CPU_PARALLEL_FOR_IF(BIG(n))
+        for (size_t i = 0; i < n; i++) grad_in[i] = strix_relu_backward(x[i], grad_out[i]);
         return STRIX_OK;
     }
     CPU_PARALLEL_FOR_IF(CPU_BIG(4 * n))

@@ -17,6 +17,11 @@
  * marks as unwanted or zero (causal attention) are skipped.
  * Threads split the output into row ranges or column ranges; each computes its part alone.
  * gemm_batched runs one item per thread when the batch has at least as many items as threads.
+ * Problems too small to pay for an OpenMP region stay on the calling thread (CPU_WORTH).
+ * For the fused primitives (conv.c) one GEMM also runs on the calling thread (cpu_gemm_run)
+ * with three extras that keep the bits: a "chain" that continues the sums already in C (the
+ * k-concatenation of several products), an A packed once for many GEMMs, and operands whose
+ * stored rows a cpu_gemm_source produces while packing (conv patches, never stored whole).
  * Workspaces live in the backend context (no allocation once sizes are known), so one host
  * thread at a time may use a backend. Not here: the BLAS path (gemm_blas.c).
  */
@@ -46,7 +51,12 @@ typedef struct gemm_operand {
     const float *data;
     size_t ld;  /* row stride of the STORED matrix */
     bool trans; /* stored transposed: element (r, c) of op(X) is data[c·ld + r] */
+    const cpu_gemm_source *src; /* non-NULL: the stored rows come from src (data unused) */
 } gemm_operand;
+
+/* Floats of a workspace's `gen` buffer: stored rows produced by a source before packing (at
+ * most max(NR, MR)·KC of them, or NC for a row of B). */
+#define GEMM_GEN_FLOATS (GEMM_NR * GEMM_KC)
 
 typedef struct gemm_problem {
     gemm_operand a, b;
@@ -56,6 +66,8 @@ typedef struct gemm_problem {
     float alpha, beta;
     strix_gemm_skip skip;
     size_t row_base, col_base; /* where this part starts in the whole item (for `skip`) */
+    bool chain; /* C holds a running sum: continue it (alpha 1, beta 0 otherwise) */
+    const float *packed_a; /* A already packed whole (cpu_gemm_pack_a), or NULL */
 } gemm_problem;
 
 static size_t round_up(size_t x, size_t to) { return (x + to - 1) / to * to; }
@@ -80,14 +92,39 @@ strix_status cpu_gemm_reserve(cpu_context *ctx, int threads, size_t k) {
     for (int t = 0; t < threads; t++) {
         cpu_gemm_workspace *ws = &ctx->workspaces[t];
         if (!ws->pack_a) ws->pack_a = cpu_aligned_alloc(GEMM_MC * GEMM_KC * sizeof(float));
+        if (!ws->gen) ws->gen = cpu_aligned_alloc(GEMM_GEN_FLOATS * sizeof(float));
         if (!ws->acc) ws->acc = cpu_aligned_alloc(GEMM_MC * GEMM_NC * sizeof(float));
         if (ws->pack_b_floats < need_b) {
             free(ws->pack_b);
             ws->pack_b = cpu_aligned_alloc(need_b * sizeof(float));
             ws->pack_b_floats = ws->pack_b ? need_b : 0;
         }
-        if (!ws->pack_a || !ws->acc || !ws->pack_b)
+        if (!ws->pack_a || !ws->acc || !ws->pack_b || !ws->gen)
             return strix_error(STRIX_ERR_ALLOC, "cpu gemm: cannot allocate workspace (k=%zu)", k);
+    }
+    return STRIX_OK;
+}
+
+size_t cpu_region_cost_factor(void) {
+    static int passive = -1; /* computed once; a racing second computation gives the same */
+    if (passive < 0) {
+        const char *policy = getenv("OMP_WAIT_POLICY");
+        passive = policy && (strcmp(policy, "passive") == 0 || strcmp(policy, "PASSIVE") == 0);
+    }
+    return passive ? 32 : 1;
+}
+
+strix_status cpu_scratch_reserve(cpu_context *ctx, int threads, size_t floats) {
+    STRIX_TRY(cpu_gemm_reserve(ctx, threads, 1));
+    for (int t = 0; t < threads; t++) {
+        cpu_gemm_workspace *ws = &ctx->workspaces[t];
+        if (ws->scratch_floats >= floats) continue;
+        free(ws->scratch);
+        ws->scratch = cpu_aligned_alloc((floats ? floats : 1) * sizeof(float));
+        ws->scratch_floats = ws->scratch ? floats : 0;
+        if (!ws->scratch)
+            return strix_error(STRIX_ERR_ALLOC, "cpu: cannot allocate %zu floats of scratch",
+                               floats);
     }
     return STRIX_OK;
 }
@@ -97,6 +134,8 @@ void cpu_gemm_release(cpu_context *ctx) {
         free(ctx->workspaces[t].pack_a);
         free(ctx->workspaces[t].pack_b);
         free(ctx->workspaces[t].acc);
+        free(ctx->workspaces[t].scratch);
+        free(ctx->workspaces[t].gen);
     }
     free(ctx->workspaces);
     ctx->workspaces = NULL;
@@ -133,28 +172,43 @@ static void transpose_8x8(const float *src, size_t ld_src, float *dst, size_t ld
 }
 #endif
 
+/* Stored rows [r0, r0+nr) × columns [c0, c0+nc) of operand x: a pointer to element (r0, c0)
+ * and the row stride; a source writes them into gen first (nr·nc <= GEMM_GEN_FLOATS). */
+static const float *stored_rows(const gemm_operand *x, size_t r0, size_t nr, size_t c0, size_t nc,
+                                float *gen, size_t *ld) {
+    if (!x->src) {
+        *ld = x->ld;
+        return x->data + r0 * x->ld + c0;
+    }
+    for (size_t r = 0; r < nr; r++) x->src->row(x->src->ctx, r0 + r, c0, nc, gen + r * nc);
+    *ld = nc;
+    return gen;
+}
+
 /* Packs rows [row0, row0+rows) × k-slice [p0, p0+kc) of op(A) into MR-high micro-panels:
- * panel q holds, for each p, the MR values of its rows (zeros past the last row). */
+ * panel q holds, for each p, the MR values of its rows (zeros past the last row). gen: scratch
+ * for a source. */
 static void pack_a(const gemm_operand *a, size_t row0, size_t rows, size_t p0, size_t kc,
-                   float *dst) {
+                   float *dst, float *gen) {
     for (size_t panel = 0; panel < rows; panel += GEMM_MR) {
-        size_t height = min_size(GEMM_MR, rows - panel);
+        size_t height = min_size(GEMM_MR, rows - panel), ld;
         if (a->trans) {
+            const float *base = stored_rows(a, p0, kc, row0 + panel, height, gen, &ld);
             for (size_t p = 0; p < kc; p++) {
-                const float *src = a->data + (p0 + p) * a->ld + row0 + panel;
+                const float *src = base + p * ld;
                 size_t r = 0;
                 for (; r < height; r++) dst[r] = src[r];
                 for (; r < GEMM_MR; r++) dst[r] = 0.0f;
                 dst += GEMM_MR;
             }
         } else {
+            const float *base = stored_rows(a, row0 + panel, height, p0, kc, gen, &ld);
             const float *src_rows[GEMM_MR];
-            for (size_t r = 0; r < height; r++)
-                src_rows[r] = a->data + (row0 + panel + r) * a->ld + p0;
+            for (size_t r = 0; r < height; r++) src_rows[r] = base + r * ld;
             size_t p = 0;
             if (GEMM_MR == 8 && height == GEMM_MR) /* 8 k at a time */
                 for (; p + 8 <= kc; p += 8, dst += 8 * GEMM_MR)
-                    transpose_8x8(src_rows[0] + p, a->ld, dst, GEMM_MR);
+                    transpose_8x8(src_rows[0] + p, ld, dst, GEMM_MR);
             for (; p < kc; p++) {
                 size_t r = 0;
                 for (; r < height; r++) dst[r] = src_rows[r][p];
@@ -166,28 +220,46 @@ static void pack_a(const gemm_operand *a, size_t row0, size_t rows, size_t p0, s
 }
 
 /* Packs k-slice [p0, p0+kc) × columns [col0, col0+cols) of op(B) into NR-wide micro-panels:
- * panel q holds, for each p, the NR values of its columns (zeros past the last column). */
+ * panel q holds, for each p, the NR values of its columns (zeros past the last column). gen:
+ * scratch for a source. */
 static void pack_b(const gemm_operand *b, size_t p0, size_t kc, size_t col0, size_t cols,
-                   float *dst) {
+                   float *dst, float *gen) {
+    if (b->src && !b->trans) { /* one produced row of B (cols <= NC) at a time, into the panels */
+        for (size_t p = 0; p < kc; p++) {
+            b->src->row(b->src->ctx, p0 + p, col0, cols, gen);
+            for (size_t panel = 0; panel < cols; panel += GEMM_NR) {
+                float *to = dst + panel * kc + p * GEMM_NR;
+                size_t width = min_size(GEMM_NR, cols - panel), c = 0;
+                if (width == GEMM_NR)
+                    for (; c < GEMM_NR; c++) to[c] = gen[panel + c];
+                for (; c < width; c++) to[c] = gen[panel + c];
+                for (; c < GEMM_NR; c++) to[c] = 0.0f;
+            }
+        }
+        return;
+    }
     for (size_t panel = 0; panel < cols; panel += GEMM_NR) {
-        size_t width = min_size(GEMM_NR, cols - panel);
+        size_t width = min_size(GEMM_NR, cols - panel), ld;
         if (b->trans) {
+            const float *base = stored_rows(b, col0 + panel, width, p0, kc, gen, &ld);
             /* 8 columns × 8 k at a time, then what is left one by one */
             size_t c8 = width / 8 * 8, k8 = kc / 8 * 8;
             for (size_t c = 0; c < c8; c += 8)
                 for (size_t p = 0; p < k8; p += 8)
-                    transpose_8x8(b->data + (col0 + panel + c) * b->ld + p0 + p, b->ld,
-                                  dst + p * GEMM_NR + c, GEMM_NR);
+                    transpose_8x8(base + c * ld + p, ld, dst + p * GEMM_NR + c, GEMM_NR);
             for (size_t c = 0; c < width; c++) {
-                const float *src = b->data + (col0 + panel + c) * b->ld + p0;
+                const float *src = base + c * ld;
                 for (size_t p = c < c8 ? k8 : 0; p < kc; p++) dst[p * GEMM_NR + c] = src[p];
             }
             for (size_t c = width; c < GEMM_NR; c++)
                 for (size_t p = 0; p < kc; p++) dst[p * GEMM_NR + c] = 0.0f;
         } else {
+            const float *base = stored_rows(b, p0, kc, col0 + panel, width, gen, &ld);
             for (size_t p = 0; p < kc; p++) {
-                const float *src = b->data + (p0 + p) * b->ld + col0 + panel;
+                const float *src = base + p * ld;
                 size_t c = 0;
+                if (width == GEMM_NR) /* a fixed-size copy, inlined */
+                    for (; c < GEMM_NR; c++) dst[p * GEMM_NR + c] = src[c];
                 for (; c < width; c++) dst[p * GEMM_NR + c] = src[c];
                 for (; c < GEMM_NR; c++) dst[p * GEMM_NR + c] = 0.0f;
             }
@@ -340,15 +412,16 @@ static void gemm_single(const gemm_problem *pr, cpu_gemm_workspace *ws) {
     /* A plain C = op(A)·op(B): whole micro-tiles accumulate straight in C instead of the
      * accumulator tile (alpha 1 and beta 0 make write_back a copy, so the bits agree). Also with
      * `skip`: a tile is skipped or shortened alike in every k-slice, and what OUT_LOWER's tiles
-     * on the diagonal write above it is unspecified anyway. */
-    bool direct = pr->alpha == 1.0f && pr->beta == 0.0f;
+     * on the diagonal write above it is unspecified anyway. A chain continues the sums held in
+     * C: every tile carries from the start (edge tiles copy C into the accumulator first). */
+    bool direct = (pr->alpha == 1.0f && pr->beta == 0.0f) || pr->chain;
     for (size_t col0 = 0; col0 < n; col0 += GEMM_NC) {
         size_t cols = min_size(GEMM_NC, n - col0);
         size_t cols_padded = round_up(cols, GEMM_NR);
         /* B for every k-slice of this column block; slice p0 starts at p0·cols_padded. */
         for (size_t p0 = 0; p0 < k; p0 += GEMM_KC) {
             size_t kc = min_size(GEMM_KC, k - p0);
-            pack_b(&pr->b, p0, kc, col0, cols, ws->pack_b + p0 * cols_padded);
+            pack_b(&pr->b, p0, kc, col0, cols, ws->pack_b + p0 * cols_padded, ws->gen);
         }
         for (size_t row0 = 0; row0 < m; row0 += GEMM_MC) {
             size_t rows = min_size(GEMM_MC, m - row0);
@@ -356,7 +429,11 @@ static void gemm_single(const gemm_problem *pr, cpu_gemm_workspace *ws) {
             size_t done_cols = direct ? cols / GEMM_NR * GEMM_NR : 0;
             for (size_t p0 = 0; p0 < k; p0 += GEMM_KC) {
                 size_t kc = min_size(GEMM_KC, k - p0);
-                pack_a(&pr->a, row0, rows, p0, kc, ws->pack_a);
+                const float *pa = ws->pack_a;
+                if (pr->packed_a) /* the layout of cpu_gemm_pack_a */
+                    pa = pr->packed_a + row0 * k + round_up(rows, GEMM_MR) * p0;
+                else
+                    pack_a(&pr->a, row0, rows, p0, kc, ws->pack_a, ws->gen);
                 const float *b_slice = ws->pack_b + p0 * cols_padded;
                 for (size_t jr = 0; jr < cols; jr += GEMM_NR) {
                     const float *pb = b_slice + jr * kc;
@@ -375,14 +452,40 @@ static void gemm_single(const gemm_problem *pr, cpu_gemm_workspace *ws) {
                         if (ir < done_rows && jr < done_cols) {
                             tile = pr->c + (row0 + ir) * pr->ldc + col0 + jr;
                             ld_tile = pr->ldc;
+                        } else if (pr->chain && p0 == 0) {
+                            size_t h = min_size(GEMM_MR, rows - ir);
+                            size_t w = min_size(GEMM_NR, cols - jr);
+                            const float *sums = pr->c + (row0 + ir) * pr->ldc + col0 + jr;
+                            for (size_t r = 0; r < h; r++)
+                                memcpy(tile + r * GEMM_NC, sums + r * pr->ldc, w * sizeof(float));
                         }
-                        micro_kernel(to - from, ws->pack_a + ir * kc + from * GEMM_MR,
-                                     pb + from * GEMM_NR, tile, ld_tile, p0 > 0);
+                        micro_kernel(to - from, pa + ir * kc + from * GEMM_MR,
+                                     pb + from * GEMM_NR, tile, ld_tile, p0 > 0 || pr->chain);
                     }
                 }
             }
             write_back(pr, ws->acc, GEMM_NC, row0, col0, rows, cols, done_rows, done_cols);
         }
+    }
+}
+
+void cpu_gemm_run(cpu_gemm_workspace *ws, const cpu_gemm_args *g) {
+    gemm_problem pr = {.a = {g->a, g->lda, g->ta, g->a_src}, .b = {g->b, g->ldb, g->tb, g->b_src},
+                       .c = g->c, .ldc = g->ldc, .m = g->m, .k = g->k, .n = g->n, .alpha = 1.0f,
+                       .beta = 0.0f, .chain = g->chain, .packed_a = g->packed_a};
+    if (g->chain && g->k == 0) return; /* nothing to add */
+    gemm_single(&pr, ws);
+}
+
+size_t cpu_gemm_packed_a_floats(size_t m, size_t k) { return round_up(m, GEMM_MR) * k; }
+
+void cpu_gemm_pack_a(const float *a, size_t lda, bool ta, size_t m, size_t k, float *dst) {
+    gemm_operand op = {a, lda, ta, NULL};
+    for (size_t row0 = 0; row0 < m; row0 += GEMM_MC) {
+        size_t rows = min_size(GEMM_MC, m - row0);
+        for (size_t p0 = 0; p0 < k; p0 += GEMM_KC)
+            pack_a(&op, row0, rows, p0, min_size(GEMM_KC, k - p0),
+                   dst + row0 * k + round_up(rows, GEMM_MR) * p0, NULL);
     }
 }
 
@@ -415,7 +518,7 @@ static gemm_problem gemm_part(const gemm_problem *pr, bool split_rows, int part,
 /* Runs one problem on up to `threads` threads (workspaces already reserved). */
 static void gemm_threaded(const gemm_problem *pr, cpu_context *ctx, int threads) {
     double work = (double)pr->m * (double)pr->k * (double)pr->n;
-    if (threads <= 1 || work < 8.0 * (double)cpu_parallel_min_work) { /* 2^18 by default */
+    if (threads <= 1 || !CPU_WORTH(work / 8.0)) { /* 2^18 multiply-adds by default */
         gemm_single(pr, &ctx->workspaces[0]);
         return;
     }
@@ -440,7 +543,7 @@ static void gemm_threaded(const gemm_problem *pr, cpu_context *ctx, int threads)
 strix_status cpu_gemm_ex(strix_backend *be, const float *a, bool ta, const float *b, bool tb,
                          float *out, size_t m, size_t k, size_t n, float beta) {
     gemm_problem pr = {
-        .a = {a, ta ? m : k, ta}, .b = {b, tb ? k : n, tb}, .c = out, .ldc = n,
+        .a = {a, ta ? m : k, ta, NULL}, .b = {b, tb ? k : n, tb, NULL}, .c = out, .ldc = n,
         .m = m, .k = k, .n = n, .alpha = 1.0f, .beta = beta,
     };
     cpu_context *ctx = be->ctx;
@@ -455,10 +558,12 @@ strix_status cpu_gemm_batched(strix_backend *be, const strix_gemm_batch *g) {
     int threads = cpu_max_threads();
     STRIX_TRY(cpu_gemm_reserve(ctx, threads, g->k));
     gemm_problem first = {
-        .a = {g->a, g->lda, g->ta}, .b = {g->b, g->ldb, g->tb}, .c = g->c, .ldc = g->ldc,
+        .a = {g->a, g->lda, g->ta, NULL}, .b = {g->b, g->ldb, g->tb, NULL}, .c = g->c,
+        .ldc = g->ldc,
         .m = g->m, .k = g->k, .n = g->n, .alpha = g->alpha, .beta = g->beta, .skip = g->skip,
     };
-    if (threads > 1 && g->batch >= (size_t)threads) {
+    double work = (double)g->m * (double)g->k * (double)g->n * (double)g->batch;
+    if (threads > 1 && g->batch >= (size_t)threads && CPU_WORTH(work / 8.0)) {
         /* Many items: one item per thread at a time, each on the single-thread kernel. */
         CPU_PARALLEL_FOR_IF(true)
         for (size_t item = 0; item < g->batch; item++) {
