@@ -18,8 +18,12 @@
  * STRIX_ERR_SHAPE for inputs of the wrong rank, channel count or size; backward STRIX_ERR_SHAPE
  * when dy's shape differs from the last output's; backend errors pass through.
  *
- * Not here: relevance (LRP), dilation/groups in Conv2d, ceil_mode, count_include_pad = False,
- * non-affine BatchNorm/GroupNorm, BatchNorm without running statistics.
+ * Relevance (LRP, strix/lrp.h): every layer implements the relevance slot for its last forward
+ * with its rule (a "Relevance:" line per layer below); it writes only backward-type buffers (dx,
+ * dcol), never the forward's caches; pass-through layers return r_out itself (or a view of it).
+ *
+ * Not here: dilation/groups in Conv2d, ceil_mode, count_include_pad = False, non-affine
+ * BatchNorm/GroupNorm, BatchNorm without running statistics.
  */
 #ifndef STRIX_LAYERS_H
 #define STRIX_LAYERS_H
@@ -43,8 +47,12 @@ typedef struct strix_conv2d_config {
 /* PyTorch nn.Conv2d (dilation 1, groups 1): x (N, C, H, W) -> y (N, OC, OH, OW) with
  * OH = (H + 2·pad_h − kh)/stride_h + 1. Per example, im2col (col (P, Q), P = C·kh·kw,
  * Q = OH·OW) then z = W·col with W (OC, C, kh, kw) read as an (OC, P) matrix, then y = z + b per
- * channel. Backward: dW += Σ_n dy_n·col_nᵀ (examples in order), db += Σ dy over (n, q), and
- * dx = col2im(Wᵀ·dy_n) (gather form, zeroed first). */
+ * channel (strix_conv2d_forward). Backward (strix_conv2d_backward): dW and db += the sum, in
+ * group order, of sums over groups of STRIX_CONV_GROUP examples; dx = col2im(Wᵀ·dy_n) (`=`).
+ * The forward keeps a view of x and the pre-bias z (for LRP); it makes no batch-sized col:
+ * strix_conv2d_patches rebuilds it from x when needed.
+ * Relevance: the four affine rules (Zennit 1.0.0) with the convolution as the map, in chunks of
+ * images (dcol: one chunk's outputs); the kept z and output serve epsilon and gamma. */
 typedef struct strix_conv2d {
     strix_module base;
     strix_conv2d_config cfg;
@@ -53,10 +61,11 @@ typedef struct strix_conv2d {
     bool need_input_grad;       /* false: backward skips dx (default true) */
     int64_t N, H, W, OH, OW;    /* shape of the last forward */
     strix_tensor x;             /* view of the input of the last forward */
-    strix_tensor col;           /* (N, P, Q) im2col of that input (kept for dW and LRP) */
+    strix_tensor col;           /* (N, P, Q) im2col of x, valid when col_valid (patches) */
+    bool col_valid;             /* col holds the patches of the last forward's x */
     strix_tensor z;             /* (N, OC, OH, OW) pre-bias output */
     strix_tensor out;           /* (N, OC, OH, OW); a view of z without bias */
-    strix_tensor dcol, dx, ones, colsum;
+    strix_tensor dcol, dx;      /* relevance scratch (chunk, OC, Q); input grad (N, C, H, W) */
 } strix_conv2d;
 
 /* Declares `<prefix>.weight` (OC, C, kh, kw) and, with cfg->bias, `<prefix>.bias` (OC), both
@@ -65,6 +74,10 @@ typedef struct strix_conv2d {
  * strides, negative padding. */
 STRIX_API strix_status strix_conv2d_new(strix_params *ps, const char *prefix,
                                         const strix_conv2d_config *cfg, strix_conv2d **out);
+/* The im2col patches (N, P, Q) of the last forward's input (kept x, which must be unchanged),
+ * built on the first call after each forward into m->col and reused until the next forward.
+ * Backend errors pass through. */
+STRIX_API strix_status strix_conv2d_patches(strix_conv2d *m, const strix_tensor **col);
 
 // ---- pooling -----------------------------------------------------------------------------------
 
@@ -76,7 +89,9 @@ typedef struct strix_pool2d_config {
 
 /* PyTorch nn.MaxPool2d (dilation 1, floor mode): per plane of x (N, C, H, W), the first maximum
  * of each window (padding is -inf); argmax (N, C, OH, OW) keeps the flat in-plane index of the
- * winner for backward (dx = 0, then each dy added at its argmax). */
+ * winner for backward (dx = 0, then each dy added at its argmax).
+ * Relevance: winner takes all, each window's relevance to its argmax (Zennit 1.0.0 leaves max
+ * pools to the gradient). */
 typedef struct strix_maxpool2d {
     strix_module base;
     strix_conv_geom geom;
@@ -94,7 +109,8 @@ STRIX_API strix_status strix_maxpool2d_new(strix_backend *be, const strix_pool2d
  * padding counted as 0; backward spreads dy/(kh·kw) over each window. As AdaptiveAvgPool2d
  * (output size fixed, geometry chosen per input) it is the same pool with kernel = stride =
  * H/out_h (and likewise W), which is PyTorch's adaptive pool when out_h divides H and out_w
- * divides W; other sizes are STRIX_ERR_UNSUPPORTED at forward. */
+ * divides W; other sizes are STRIX_ERR_UNSUPPORTED at forward.
+ * Relevance: the epsilon rule of the window means (lrp_avg_pool; Zennit's Norm rule). */
 typedef struct strix_avgpool2d {
     strix_module base;
     strix_conv_geom geom;       /* adaptive: set at each forward */
@@ -123,7 +139,9 @@ STRIX_API strix_status strix_adaptive_avgpool2d_new(strix_backend *be, int out_h
  *   eval: y = γ·(x − running_mean)/sqrt(running_var + eps) + β.
  * Backward follows the mode of the last forward (training: the full batch-statistics gradient;
  * eval: dx = dy·γ/std); γ/β grads `+=` Σ dy·xhat and Σ dy. xhat and the channel std are kept
- * (backward, LRP). */
+ * (backward, LRP).
+ * Relevance: merged into the preceding Conv2d/Linear by Sequential in eval mode (see strix/lrp.h);
+ * otherwise the epsilon rule of y = (γ/std)·x + shift with the std of the last forward. */
 typedef struct strix_batchnorm {
     strix_module base;
     int num_features;
@@ -163,7 +181,9 @@ STRIX_API strix_status strix_batchnorm_fold(strix_batchnorm *bn, strix_module *p
 
 /* PyTorch nn.GroupNorm (Wu & He 2018) over x (N, C, *): per (example, group of C/groups
  * channels) mean and biased variance; y = γ[c]·xhat + β[c]. γ/β grads `+=` (per-example sums
- * added over examples in order). */
+ * added over examples in order).
+ * Relevance: pass-through, or with rule.layer_norm_detach_std the epsilon rule with the group std
+ * held constant. */
 typedef struct strix_groupnorm {
     strix_module base;
     int num_groups, num_channels;
@@ -183,7 +203,8 @@ STRIX_API strix_status strix_groupnorm_new(strix_params *ps, const char *prefix,
 #define STRIX_RMSNORM_DEFAULT_EPS 1.1920928955078125e-07f
 
 /* PyTorch nn.RMSNorm over the last dim (Zhang & Sennrich 2019): y = γ·x/sqrt(mean(x²) + eps).
- * γ grad `+=` column sums of dy·x/rms. */
+ * γ grad `+=` column sums of dy·x/rms.
+ * Relevance: pass-through, or with rule.layer_norm_detach_std y·r/stab(y) (rms held constant). */
 typedef struct strix_rmsnorm {
     strix_module base;
     int dim;
@@ -203,7 +224,8 @@ STRIX_API strix_status strix_rmsnorm_new(strix_params *ps, const char *prefix, i
  * U(seed, offset_k + i) < p (the counter RNG of strix_dropout_forward), kept ones are scaled by
  * 1/(1 − p); offset advances by numel(x) after every training forward, so the masks are
  * reproducible from (seed, offset) and never repeat. Backward applies the same mask and scale to
- * dy. Eval mode (or p = 0) is the identity. */
+ * dy. Eval mode (or p = 0) is the identity.
+ * Relevance: r itself in eval mode; after a training forward, r on the kept units, 0 elsewhere. */
 typedef struct strix_dropout {
     strix_module base;
     float p;
@@ -224,7 +246,8 @@ STRIX_API strix_status strix_dropout_new(strix_backend *be, float p, uint64_t se
 
 /* Elementwise activation module: op is STRIX_ACT_RELU (nn.ReLU), _TANH, _SIGMOID, _SILU,
  * _GELU (erf form, nn.GELU()) or _GELU_TANH (nn.GELU(approximate="tanh")). Backward is
- * dy·f'(x) at the kept input (ReLU: a select, 0 at x = 0). */
+ * dy·f'(x) at the kept input (ReLU: a select, 0 at x = 0).
+ * Relevance: passes through unchanged (Zennit's Pass, LXT's identity rule). */
 typedef struct strix_activation {
     strix_module base;
     strix_act op;
@@ -237,7 +260,7 @@ STRIX_API strix_status strix_activation_new(strix_backend *be, strix_act op,
                                             strix_activation **out);
 
 /* PyTorch nn.Flatten(start_dim, end_dim): merges dims start..end (negative counts from the end)
- * into one; y is a view of x and dx a view of dy (no copies). */
+ * into one; y is a view of x and dx a view of dy (no copies). Relevance: reshaped like dy. */
 typedef struct strix_flatten {
     strix_module base;
     int start_dim, end_dim;
@@ -255,7 +278,9 @@ STRIX_API strix_status strix_flatten_new(strix_backend *be, int start_dim, int e
 /* PyTorch nn.Sequential: children run in order forward and in reverse backward; set_training
  * reaches every child. Children are named "<prefix>.0", "<prefix>.1", ... in the order they are
  * added (parameterless ones take an index too): build each child with the name
- * strix_sequential_child_name gives, then add it. An empty Sequential is the identity. */
+ * strix_sequential_child_name gives, then add it. An empty Sequential is the identity.
+ * Relevance: the children's in reverse, an eval-mode BatchNorm right after a Conv2d or Linear
+ * merged into it (strix/lrp.h); the `child` slot lists the children. */
 typedef struct strix_sequential {
     strix_module base;
     char prefix[STRIX_PARAM_NAME_MAX];
@@ -278,7 +303,8 @@ STRIX_API strix_status strix_sequential_add(strix_sequential *s, strix_module *c
 STRIX_API strix_module *strix_sequential_at(const strix_sequential *s, int i);
 
 /* y = x + f(x): f must keep the shape (STRIX_ERR_SHAPE otherwise). Backward: dx = dy + f's
- * input gradient of dy. */
+ * input gradient of dy. Relevance: the epsilon split r_x = (x/stab y)·r, r_f = (f(x)/stab y)·r
+ * (eps of the Residual's rule), then r_x + f's relevance of r_f; `child` 0 is f. */
 typedef struct strix_residual {
     strix_module base;
     strix_module *f;

@@ -21,7 +21,7 @@
  * The classic layer zoo (Conv2d, pools, norms, Dropout, activations, Sequential, Residual) is in
  * strix/layers.h, PyTorch state dicts in strix/state_dict.h.
  *
- * Not here: LRP/relevance (a later issue).
+ * LRP: every module implements the relevance slot; strix/lrp.h assigns rules and runs it.
  */
 #ifndef STRIX_NN_H
 #define STRIX_NN_H
@@ -36,6 +36,31 @@ extern "C" {
 
 typedef struct strix_module strix_module;
 
+/* LRP rule kinds of an affine module (Linear, Conv2d); strix/lrp.h has the explainers.
+ *   EPSILON     R_i = Σ_j x_i·w_ij / stab(z_j)·R_j, stab(z) = z + eps·sign(z), sign(0) = +1
+ *               (Bach et al. 2015, Eq. 58)
+ *   GAMMA       contributions of the output's sign favoured (Montavon et al. 2019, Eq. 5; Zennit
+ *               1.0.0's Gamma): outputs z > 0 use W + gamma·W⁺ on x⁺ and W + gamma·W⁻ on x⁻,
+ *               outputs z < 0 the other pairing (same for the bias)
+ *   ALPHA_BETA  R = alpha·R⁺ − beta·R⁻ with alpha − beta = 1, both >= 0 (Bach et al. 2015,
+ *               Eq. 60); alpha 1, beta 0 is z-plus
+ *   ZBOX        inputs bounded in [low, high] (Montavon et al. 2017, z^B rule): first layers
+ * Modules without weights (activations, pools, norms, containers) use the rule's epsilon only. */
+typedef enum strix_lrp_kind {
+    STRIX_LRP_EPSILON, STRIX_LRP_GAMMA, STRIX_LRP_ALPHA_BETA, STRIX_LRP_ZBOX
+} strix_lrp_kind;
+
+typedef struct strix_lrp_rule {
+    strix_lrp_kind kind;
+    float epsilon;              /* stabiliser, 1e-6 by default */
+    float gamma;                /* GAMMA: 0.25 */
+    float alpha, beta;          /* ALPHA_BETA: 1, 0 */
+    float low, high;            /* ZBOX bounds (scalars for every input) */
+    bool bias_in_denominator;   /* z includes the bias (Zennit/LXT); default false: pre-bias z */
+    bool layer_norm_detach_std; /* LayerNorm: the std is held constant (AttnLRP); false: LayerNorm
+                                 * passes relevance through unchanged */
+} strix_lrp_rule;
+
 /* The vtable of a float->float module. forward/backward return the module's own output or input
  * gradient through *y / *dx (valid until the next call of the same kind). set_training may be
  * NULL: the module behaves the same in both modes. */
@@ -45,12 +70,24 @@ typedef struct strix_module_i {
     strix_status (*backward)(strix_module *m, const strix_tensor *dy, const strix_tensor **dx);
     void (*destroy)(strix_module *m);
     void (*set_training)(strix_module *m, bool training);
+    /* LRP (strix/lrp.h) of the last forward with rule m->rule: r_out has the output's shape;
+     * *r_in (the input's shape, owned by the module, valid until its next relevance call) is the
+     * relevance of the input. Containers call their children in reverse. NULL: the module
+     * cannot be explained. */
+    strix_status (*relevance)(strix_module *m, const strix_tensor *r_out,
+                              const strix_tensor **r_in);
+    /* Whether the module implements rule kind k. NULL: EPSILON only. Weightless modules that only
+     * pass relevance on accept every kind. */
+    bool (*supports_rule)(const strix_module *m, strix_lrp_kind k);
+    /* Containers: the i-th child in forward order, NULL past the last. NULL slot: a leaf. */
+    strix_module *(*child)(strix_module *m, int i);
 } strix_module_i;
 
 /* Every module struct starts with this header, so a pointer to it is a strix_module. */
 struct strix_module {
     const strix_module_i *vt;
     strix_backend *be;
+    strix_lrp_rule rule; /* set by the explainers before a relevance pass (strix/lrp.h) */
 };
 
 /* y = module(x); see the contracts above. */
@@ -115,6 +152,7 @@ typedef struct strix_embedding {
     const int32_t *ids;        /* cached backend pointer of the last forward */
     size_t count;
     strix_tensor out;
+    strix_tensor rel, ones;    /* relevance: per-id sums, and a row of ones for them */
 } strix_embedding;
 
 /* Declares `<prefix>.weight` (num, dim). STRIX_ERR_ALLOC / STRIX_ERR_ARG. */
@@ -129,6 +167,11 @@ STRIX_API strix_status strix_embedding_forward(strix_embedding *m, const int32_t
                                                const strix_tensor **y);
 /* dW[ids[i]] += dy[i] in ascending i (scatter-add). No input gradient (ids are integers). */
 STRIX_API strix_status strix_embedding_backward(strix_embedding *m, const strix_tensor *dy);
+/* LRP (the vtable's relevance slot): an id's relevance is the sum of its output row's relevance,
+ * r_in[i] = Σ_d r_out[i][d] (d ascending, a GEMM with a ones vector), shape (shape...) of the
+ * last forward. Any rule (no weights are involved). */
+STRIX_API strix_status strix_embedding_relevance(strix_embedding *m, const strix_tensor *r_out,
+                                                 const strix_tensor **r_in);
 
 // ---- LayerNorm ---------------------------------------------------------------------------------
 
@@ -140,6 +183,7 @@ typedef struct strix_layernorm {
     int dim;
     float eps;
     strix_param *weight, *bias; /* bias NULL without bias */
+    strix_tensor x;             /* view of the input of the last forward (relevance) */
     strix_tensor out, xhat, row_std, dx, tmp;
 } strix_layernorm;
 
@@ -190,6 +234,15 @@ typedef struct strix_attention {
     strix_tensor dqkv;                   /* (B,T,3C) */
     strix_tensor kv_cache;               /* (block_size, 3C): rows of rotated qkv (decode) */
     strix_tensor dec_att;                /* (NH, block_size) decode scores/probabilities */
+    /* relevance scratch (strix_attention_relevance) */
+    strix_tensor lrp_w;                  /* (B,T,C) r_y/stab(2y), the P·V bilinear weights */
+    strix_tensor lrp_qkv;                /* (B,T,3C) relevance of q|k|v */
+    strix_tensor lrp_raw;                /* (B,T,3C) c_attn output before RoPE (RoPE only) */
+    strix_tensor lrp_p, lrp_s, lrp_x;    /* (B,T,T) one head: r of P then of the scores; q·kᵀ;
+                                          * scale·q·kᵀ masked with -inf */
+    strix_tensor lrp_rope;               /* (3, B·T, max hs) contiguous head slices for lrp_rope */
+    double lrp_softmax_gap;              /* Σ r_P − Σ r_scores over heads: what the softmax
+                                          * rule did not conserve in the last relevance pass */
 } strix_attention;
 
 /* Declares `<prefix>.c_attn.*` and `<prefix>.c_proj.*` and builds the RoPE tables. STRIX_ERR_ARG
@@ -205,6 +258,17 @@ STRIX_API strix_status strix_attention_forward(strix_attention *m, const strix_t
  * last decode step. */
 STRIX_API strix_status strix_attention_backward(strix_attention *m, const strix_tensor *dy,
                                                 const strix_tensor **dx);
+/* AttnLRP (Achtibat et al. 2024) of the last forward, the vtable's relevance slot: r_out (B,T,C)
+ * -> *r_in (B,T,C), owned by c_attn. c_proj by Linear's rule (m->c_proj->base.rule), then per
+ * head: the bilinear rule (Eq. 15: half to each operand, w = r/stab(2·o)) for y_h = P·v_h, the
+ * softmax rule r_s = s·(r_P − P·Σr_P) (masked scores get 0), the score scale passes relevance
+ * on, the bilinear rule for q·kᵀ, then the epsilon rule of RoPE's rotation (lrp_rope) when RoPE
+ * is on, and c_attn by its rule. The bilinear rule runs in its gradient×input form on the head
+ * slices in place (lrp_stabilized_divide, then the backward's GEMMs, times the operands): the
+ * formula of strix_lrp_bilinear_matmul. Every epsilon inside is m->base.rule.epsilon. Records
+ * lrp_softmax_gap. STRIX_ERR_ARG without a forward since the last decode step. */
+STRIX_API strix_status strix_attention_relevance(strix_attention *m, const strix_tensor *r_out,
+                                                 const strix_tensor **r_in);
 /* One decoding step for batch 1: x (1,C) is the token at position `pos` (< block_size); its
  * rotated k,v are stored in the cache row `pos`, and the query attends over cache rows 0..pos.
  * Rows < pos must come from earlier calls (the caller resets by starting again at pos 0).
@@ -236,6 +300,11 @@ STRIX_API strix_status strix_mlp_forward(strix_mlp *m, const strix_tensor *x,
 /* dy (..., C) -> dx (..., C); c_fc/c_proj grads `+=`. */
 STRIX_API strix_status strix_mlp_backward(strix_mlp *m, const strix_tensor *dy,
                                           const strix_tensor **dx);
+/* LRP of the last forward (the vtable's relevance slot): c_proj by its rule, the activation
+ * passes relevance through unchanged (AttnLRP's identity rule, as LXT does for GELU/ReLU), c_fc
+ * by its rule. r_out (..., C) -> *r_in (..., C), owned by c_fc. */
+STRIX_API strix_status strix_mlp_relevance(strix_mlp *m, const strix_tensor *r_out,
+                                           const strix_tensor **r_in);
 
 // ---- TransformerBlock --------------------------------------------------------------------------
 
@@ -253,7 +322,9 @@ typedef struct strix_block {
     strix_layernorm *ln_1, *ln_2;
     strix_attention *attn;
     strix_mlp *mlp;
+    strix_tensor x;             /* view of the input of the last forward */
     strix_tensor x1, out, dx1, dx;
+    strix_tensor rel_res, rel_branch, rel_in; /* relevance: residual share, branch share, r_in */
 } strix_block;
 
 /* Declares `<prefix>.ln_1.*`, `<prefix>.attn.*`, `<prefix>.ln_2.*`, `<prefix>.mlp.*`. */
@@ -265,6 +336,13 @@ STRIX_API strix_status strix_block_forward(strix_block *m, const strix_tensor *x
 /* dy (B,T,C) -> dx (B,T,C); every parameter grad of the block `+=`. */
 STRIX_API strix_status strix_block_backward(strix_block *m, const strix_tensor *dy,
                                             const strix_tensor **dx);
+/* LRP of the last forward (the vtable's relevance slot), r_out (B,T,C) -> *r_in (B,T,C) owned by
+ * the block: the epsilon split of y = x1 + mlp(...) (lrp_residual_split, m->base.rule.epsilon),
+ * the MLP and ln_2 on the branch, their relevance added to x1's share; the same for x1 = x +
+ * attn(ln_1(x)). LayerNorm by its own rule (layer_norm_detach_std: std held constant, else
+ * pass-through). */
+STRIX_API strix_status strix_block_relevance(strix_block *m, const strix_tensor *r_out,
+                                             const strix_tensor **r_in);
 /* One decoding step of the block for batch 1 at position `pos` (see strix_attention_decode). */
 STRIX_API strix_status strix_block_decode(strix_block *m, const strix_tensor *x, int pos,
                                           const strix_tensor **y);

@@ -1,11 +1,13 @@
 /*
  * activation.c - elementwise activation modules (PyTorch nn.ReLU, nn.Tanh, nn.Sigmoid, nn.SiLU,
  * nn.GELU with approximate "none" or "tanh") on the elementwise primitive pair; backward uses
- * the derivative at the kept input. No relevance rule here.
+ * the derivative at the kept input. Relevance passes through unchanged for every rule (Zennit's
+ * Pass rule for activations; LXT's identity rule).
  */
 #include <stdlib.h>
 
 #include "layers_internal.h"
+#include "lrp/lrp_internal.h"
 
 static strix_status act_forward(strix_module *mod, const strix_tensor *x, const strix_tensor **y) {
     strix_activation *m = (strix_activation *)mod;
@@ -30,6 +32,15 @@ static strix_status act_backward(strix_module *mod, const strix_tensor *dy,
     return STRIX_OK;
 }
 
+/* Pass-through: the input relevance is r itself. */
+static strix_status act_relevance(strix_module *mod, const strix_tensor *r,
+                                  const strix_tensor **r_in) {
+    strix_activation *m = (strix_activation *)mod;
+    STRIX_TRY(nn_check_same(m->base.vt->type, r, &m->out));
+    if (r_in) *r_in = r;
+    return STRIX_OK;
+}
+
 static void act_destroy(strix_module *mod) {
     strix_activation *m = (strix_activation *)mod;
     strix_tensor_free(&m->out);
@@ -39,7 +50,9 @@ static void act_destroy(strix_module *mod) {
 
 #define ACT_VT(var, name) \
     static const strix_module_i var = {.type = name, .forward = act_forward,                  \
-                                      .backward = act_backward, .destroy = act_destroy}
+                                      .backward = act_backward, .destroy = act_destroy,       \
+                                      .relevance = act_relevance,                             \
+                                      .supports_rule = lrp_supports_all}
 ACT_VT(relu_vt, "ReLU");
 ACT_VT(tanh_vt, "Tanh");
 ACT_VT(sigmoid_vt, "Sigmoid");

@@ -6,11 +6,14 @@
  * (+1 on the backend, so nothing is read back). Eval: the running statistics. The backward of
  * each mode is its own primitive; γ/β grads come back overwritten in scratch and are added into
  * the parameter grads. Momentum None (PyTorch's cumulative average) is not supported.
+ * Relevance (when Sequential did not merge it into the preceding layer, src/lrp/fold.c): the
+ * epsilon rule of the per-channel affine map y = s·x + t, s = γ/std of the last forward.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "layers_internal.h"
+#include "lrp/lrp_internal.h"
 
 static strix_status bn_forward(strix_module *mod, const strix_tensor *x, const strix_tensor **y);
 static strix_status bn_backward(strix_module *mod, const strix_tensor *dy,
@@ -28,12 +31,17 @@ static void bn_set_training(strix_module *mod, bool training) {
     ((strix_batchnorm *)mod)->training = training;
 }
 
+static strix_status bn_relevance(strix_module *mod, const strix_tensor *r,
+                                 const strix_tensor **r_in);
+
 static const strix_module_i bn2d_vt = {
     .type = "BatchNorm2d", .forward = bn_forward, .backward = bn_backward, .destroy = bn_destroy,
-    .set_training = bn_set_training};
+    .set_training = bn_set_training, .relevance = bn_relevance,
+    .supports_rule = lrp_supports_all};
 static const strix_module_i bn1d_vt = {
     .type = "BatchNorm1d", .forward = bn_forward, .backward = bn_backward, .destroy = bn_destroy,
-    .set_training = bn_set_training};
+    .set_training = bn_set_training, .relevance = bn_relevance,
+    .supports_rule = lrp_supports_all};
 
 static strix_status bn_new(strix_params *ps, const char *prefix, int C, float eps,
                            float momentum, int in_ndim, const strix_module_i *vt,
@@ -234,5 +242,42 @@ strix_status strix_batchnorm_fold(strix_batchnorm *bn, strix_module *prev) {
                           &bn->beta_grad, &bn->zeros};
     for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) strix_tensor_free(ts[i]);
     bn->folded = true;
+    return STRIX_OK;
+}
+
+// ---- relevance (LRP) ---------------------------------------------------------------------------
+
+/* Epsilon rule of y = s·x + t per channel: z = s·x (the eval backward primitive applied to x:
+ * x·γ/std), r_in = z·(r/stab(z)), or z·(r/stab(y)) with the bias in the denominator. A folded
+ * BatchNorm is the identity: r passes through. */
+static strix_status bn_relevance(strix_module *mod, const strix_tensor *r,
+                                 const strix_tensor **r_in) {
+    strix_batchnorm *m = (strix_batchnorm *)mod;
+    STRIX_TRY(nn_check_same(m->base.vt->type, r, &m->out));
+    if (m->folded) {
+        if (r_in) *r_in = r;
+        return STRIX_OK;
+    }
+    strix_backend *be = m->base.be;
+    size_t n = (size_t)m->n, C = (size_t)m->num_features, spatial = (size_t)m->spatial;
+    size_t total = n * C * spatial;
+    STRIX_TRY(nn_ensure_same(be, &m->dx, r));
+    if (total > 0) {
+        float *block;
+        STRIX_TRY(lrp_scratch(be, 2 * total, &block));
+        float *z = block, *ratio = block + total;
+        const strix_lrp_rule *rule = &m->base.rule;
+        strix_status s = strix_batch_norm_eval_backward(be, m->x.data, m->weight->data,
+                                                        m->xhat.data, m->std.data, z, NULL, NULL,
+                                                        n, C, spatial);
+        if (s == STRIX_OK)
+            s = strix_lrp_stabilized_divide(be, r->data,
+                                            rule->bias_in_denominator ? m->out.data : z, NULL,
+                                            ratio, total, rule->epsilon, STRIX_LRP_GATE_NONE);
+        if (s == STRIX_OK) s = strix_mul(be, z, ratio, m->dx.data, total);
+        strix_free(be, block);
+        STRIX_TRY(s);
+    }
+    if (r_in) *r_in = &m->dx;
     return STRIX_OK;
 }

@@ -1,15 +1,18 @@
 /*
- * conv2d.c - Conv2d (PyTorch nn.Conv2d, dilation 1, groups 1) as im2col + GEMM.
- *
- * Forward: one im2col of the whole batch, one batched GEMM (the weight shared by every example,
- * batch stride 0), one channel-vector add. Backward: dW per example (GEMMs adding in example
- * order), db as per-(example, channel) row sums (a GEMM against ones) summed over examples,
- * dx as a batched GEMM then col2im. No relevance rule here.
+ * conv2d.c - Conv2d (PyTorch nn.Conv2d, dilation 1, groups 1) on the fused backend primitives
+ * strix_conv2d_forward / strix_conv2d_backward (im2col + GEMM per example, no batch-sized col;
+ * their orders are documented in strix/ops/cnn.h). The forward keeps x and the pre-bias z; the
+ * im2col patches are rebuilt from x on demand (strix_conv2d_patches). Relevance: the four affine
+ * rules of src/lrp/affine.c with the convolution as the map (per chunk of images: the fused
+ * forward, and the fused backward's dx for the transpose), so clamped or constant inputs are
+ * images (padding taps stay 0) and the rules' elementwise work is in image space, as Zennit's
+ * autograd on the image; the kept z and output serve the epsilon and gamma rules.
  */
 #include <math.h>
 #include <stdlib.h>
 
 #include "layers_internal.h"
+#include "lrp/lrp_internal.h"
 
 static strix_status conv_forward(strix_module *mod, const strix_tensor *x,
                                  const strix_tensor **y);
@@ -18,13 +21,17 @@ static strix_status conv_backward(strix_module *mod, const strix_tensor *dy,
 
 static void conv_destroy(strix_module *mod) {
     strix_conv2d *m = (strix_conv2d *)mod;
-    strix_tensor *ts[] = {&m->col, &m->z, &m->out, &m->dcol, &m->dx, &m->ones, &m->colsum};
+    strix_tensor *ts[] = {&m->col, &m->z, &m->out, &m->dcol, &m->dx};
     for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) strix_tensor_free(ts[i]);
     free(m);
 }
 
+static strix_status conv_relevance(strix_module *mod, const strix_tensor *r,
+                                   const strix_tensor **r_in);
+
 static const strix_module_i conv2d_vt = {
-    .type = "Conv2d", .forward = conv_forward, .backward = conv_backward, .destroy = conv_destroy};
+    .type = "Conv2d", .forward = conv_forward, .backward = conv_backward, .destroy = conv_destroy,
+    .relevance = conv_relevance, .supports_rule = lrp_supports_all};
 
 strix_status strix_conv2d_new(strix_params *ps, const char *prefix,
                               const strix_conv2d_config *cfg, strix_conv2d **out) {
@@ -83,27 +90,16 @@ static strix_status conv_forward(strix_module *mod, const strix_tensor *x,
                            "%lldx%lld input", m->cfg.kernel_h, m->cfg.kernel_w, (long long)H,
                            (long long)W);
     int64_t OC = m->cfg.out_channels;
-    size_t P = (size_t)C * m->geom.kh * m->geom.kw, Q = OH * OW;
     m->N = N, m->H = H, m->W = W, m->OH = (int64_t)OH, m->OW = (int64_t)OW;
     m->x = nn_view_of(x);
-    int64_t cshape[3] = {N, (int64_t)P, (int64_t)Q};
-    STRIX_TRY(strix_tensor_ensure(be, &m->col, 3, cshape));
+    m->col_valid = false;
     STRIX_TRY(nn_ensure4(be, &m->z, N, OC, (int64_t)OH, (int64_t)OW));
     if (m->bias) STRIX_TRY(nn_ensure4(be, &m->out, N, OC, (int64_t)OH, (int64_t)OW));
-    if (N > 0) {
-        STRIX_TRY(strix_im2col(be, x->data, m->col.data, (size_t)N, (size_t)C, (size_t)H,
-                               (size_t)W, &m->geom));
-        // z_n (OC, Q) = W (OC, P) · col_n (P, Q) for every example n
-        strix_gemm_batch g = {.a = m->weight->data, .lda = P, .stride_a = 0, .ta = false,
-                              .b = m->col.data, .ldb = Q, .stride_b = P * Q, .tb = false,
-                              .c = m->z.data, .ldc = Q, .stride_c = (size_t)OC * Q,
-                              .m = (size_t)OC, .k = P, .n = Q, .batch = (size_t)N,
-                              .alpha = 1.0f, .beta = 0.0f, .skip = STRIX_GEMM_FULL};
-        STRIX_TRY(strix_gemm_batched(be, &g));
-        if (m->bias)
-            STRIX_TRY(strix_add_channel_vector(be, m->z.data, m->bias->data, m->out.data,
-                                               (size_t)N, (size_t)OC, Q));
-    }
+    if (N > 0)
+        STRIX_TRY(strix_conv2d_forward(be, x->data, m->weight->data,
+                                       m->bias ? m->bias->data : NULL, m->z.data,
+                                       m->bias ? m->out.data : NULL, (size_t)N, (size_t)C,
+                                       (size_t)H, (size_t)W, (size_t)OC, &m->geom));
     if (!m->bias) m->out = nn_view_of(&m->z);
     if (y) *y = &m->out;
     return STRIX_OK;
@@ -115,39 +111,94 @@ static strix_status conv_backward(strix_module *mod, const strix_tensor *dy,
     STRIX_TRY(nn_check_same("Conv2d", dy, &m->out));
     strix_backend *be = m->base.be;
     size_t N = (size_t)m->N, OC = (size_t)m->cfg.out_channels, C = (size_t)m->cfg.in_channels;
-    size_t P = C * m->geom.kh * m->geom.kw, Q = (size_t)(m->OH * m->OW);
-    if (N > 0 && nn_wants_grad(m->weight)) {
-        // dW (OC, P) += dy_n (OC, Q) · col_nᵀ (Q, P), examples in order
-        for (size_t n = 0; n < N; n++)
-            STRIX_TRY(strix_gemm_ex(be, dy->data + n * OC * Q, false, m->col.data + n * P * Q,
-                                    true, m->weight->grad, OC, Q, P, 1.0f));
-    }
-    if (N > 0 && m->bias && nn_wants_grad(m->bias)) {
-        // per (n, oc): Σ_q dy (a GEMM against ones, q ascending); then db += Σ_n in order
-        STRIX_TRY(nn_ensure1(be, &m->ones, (int64_t)Q));
-        STRIX_TRY(strix_fill(be, m->ones.data, 1.0f, Q));
-        STRIX_TRY(nn_ensure1(be, &m->colsum, (int64_t)(N * OC)));
-        STRIX_TRY(strix_gemm_ex(be, dy->data, false, m->ones.data, false, m->colsum.data, N * OC,
-                                Q, 1, 0.0f));
-        STRIX_TRY(strix_column_sums(be, m->colsum.data, m->bias->grad, N, OC, 1.0f));
-    }
-    if (m->need_input_grad) {
-        STRIX_TRY(nn_ensure4(be, &m->dx, m->N, (int64_t)C, m->H, m->W));
-        if (N > 0) {
-            int64_t cshape[3] = {(int64_t)N, (int64_t)P, (int64_t)Q};
-            STRIX_TRY(strix_tensor_ensure(be, &m->dcol, 3, cshape));
-            // dcol_n (P, Q) = Wᵀ (P, OC) · dy_n (OC, Q)
-            strix_gemm_batch g = {.a = m->weight->data, .lda = P, .stride_a = 0, .ta = true,
-                                  .b = dy->data, .ldb = Q, .stride_b = OC * Q, .tb = false,
-                                  .c = m->dcol.data, .ldc = Q, .stride_c = P * Q,
-                                  .m = P, .k = OC, .n = Q, .batch = N,
-                                  .alpha = 1.0f, .beta = 0.0f, .skip = STRIX_GEMM_FULL};
-            STRIX_TRY(strix_gemm_batched(be, &g));
-            STRIX_TRY(strix_fill(be, m->dx.data, 0.0f, (size_t)strix_tensor_numel(&m->dx)));
-            STRIX_TRY(strix_col2im_add(be, m->dcol.data, m->dx.data, N, C, (size_t)m->H,
-                                       (size_t)m->W, &m->geom));
-        }
-    }
+    float *dw = nn_wants_grad(m->weight) ? m->weight->grad : NULL;
+    float *db = m->bias && nn_wants_grad(m->bias) ? m->bias->grad : NULL;
+    if (m->need_input_grad) STRIX_TRY(nn_ensure4(be, &m->dx, m->N, (int64_t)C, m->H, m->W));
+    if (N > 0)
+        STRIX_TRY(strix_conv2d_backward(be, m->x.data, m->weight->data, dy->data, dw, db,
+                                        m->need_input_grad ? m->dx.data : NULL, N, C,
+                                        (size_t)m->H, (size_t)m->W, OC, &m->geom));
     if (dx) *dx = m->need_input_grad ? &m->dx : NULL;
     return STRIX_OK;
+}
+
+strix_status strix_conv2d_patches(strix_conv2d *m, const strix_tensor **col) {
+    STRIX_ASSERT(m->x.data != NULL || m->N == 0, "Conv2d patches: no forward yet");
+    strix_backend *be = m->base.be;
+    size_t C = (size_t)m->cfg.in_channels;
+    size_t P = C * m->geom.kh * m->geom.kw, Q = (size_t)(m->OH * m->OW);
+    if (!m->col_valid) {
+        int64_t cshape[3] = {m->N, (int64_t)P, (int64_t)Q};
+        STRIX_TRY(strix_tensor_ensure(be, &m->col, 3, cshape));
+        if (m->N > 0)
+            STRIX_TRY(strix_im2col(be, m->x.data, m->col.data, (size_t)m->N, C, (size_t)m->H,
+                                   (size_t)m->W, &m->geom));
+        m->col_valid = true;
+    }
+    if (col) *col = &m->col;
+    return STRIX_OK;
+}
+
+// ---- relevance (LRP) ---------------------------------------------------------------------------
+
+/* The map of the affine rules: the convolution of a chunk of images, on the fused forward and
+ * backward primitives (no batch-sized patches). */
+typedef struct conv_map {
+    strix_backend *be;
+    const strix_conv_geom *geom;
+    const float *x;  /* any input of the chunk size: the dx-only backward does not read it */
+    size_t C, H, W, OC, Q;
+    float *tmp;      /* chunk·OC·Q scratch for accumulating passes (the module's dcol) */
+} conv_map;
+
+static strix_status conv_map_forward(void *ctx, size_t count, const float *in, const float *w,
+                                     const float *b, float *z, bool accumulate) {
+    conv_map *c = ctx;
+    float *dst = accumulate ? c->tmp : z;
+    STRIX_TRY(strix_conv2d_forward(c->be, in, w, b, dst, b ? dst : NULL, count, c->C, c->H, c->W,
+                                   c->OC, c->geom));
+    return accumulate ? strix_add(c->be, z, c->tmp, z, count * c->OC * c->Q) : STRIX_OK;
+}
+
+static strix_status conv_map_backward(void *ctx, size_t count, const float *s, const float *w,
+                                      float *out) {
+    conv_map *c = ctx;
+    // out = col2im(Wᵀ·s_n) per image
+    return strix_conv2d_backward(c->be, c->x, w, s, NULL, NULL, out, count, c->C, c->H, c->W,
+                                 c->OC, c->geom);
+}
+
+strix_status lrp_conv2d_relevance(strix_conv2d *m, const float *w, const float *b,
+                                  const strix_tensor *r, const strix_tensor **r_in) {
+    STRIX_TRY(nn_check_same("Conv2d relevance", r, &m->out));
+    STRIX_TRY(lrp_rule_check(&m->base.rule, "Conv2d"));
+    strix_backend *be = m->base.be;
+    conv_map map = {.be = be, .geom = &m->geom, .x = m->x.data, .C = (size_t)m->cfg.in_channels,
+                    .H = (size_t)m->H, .W = (size_t)m->W, .OC = (size_t)m->cfg.out_channels,
+                    .Q = (size_t)(m->OH * m->OW)};
+    STRIX_TRY(nn_ensure4(be, &m->dx, m->N, (int64_t)map.C, m->H, m->W));
+    size_t in_item = map.C * map.H * map.W, out_item = map.OC * map.Q;
+    size_t widest = in_item > out_item ? in_item : out_item;
+    size_t N = (size_t)m->N, chunk = lrp_chunk_items(4 * widest * sizeof(float));
+    if (chunk > N) chunk = N;
+    if (N > 0) {
+        int64_t tshape[3] = {(int64_t)chunk, (int64_t)map.OC, (int64_t)map.Q};
+        STRIX_TRY(strix_tensor_ensure(be, &m->dcol, 3, tshape));
+        map.tmp = m->dcol.data;
+        bool own = w == m->weight->data && b == (m->bias ? m->bias->data : NULL);
+        lrp_affine a = {.be = be, .ctx = &map, .items = N, .chunk = chunk, .in_item = in_item,
+                        .out_item = out_item, .w_n = map.OC * map.C * m->geom.kh * m->geom.kw,
+                        .b_n = b ? map.OC : 0, .x = m->x.data, .w = w, .b = b,
+                        .z_pre = own ? m->z.data : NULL, .z_full = own ? m->out.data : NULL,
+                        .forward = conv_map_forward, .backward = conv_map_backward};
+        STRIX_TRY(lrp_affine_relevance(&a, &m->base.rule, r->data, m->dx.data));
+    }
+    if (r_in) *r_in = &m->dx;
+    return STRIX_OK;
+}
+
+static strix_status conv_relevance(strix_module *mod, const strix_tensor *r,
+                                   const strix_tensor **r_in) {
+    strix_conv2d *m = (strix_conv2d *)mod;
+    return lrp_conv2d_relevance(m, m->weight->data, m->bias ? m->bias->data : NULL, r, r_in);
 }

@@ -4,10 +4,14 @@
  * The mask of a forward is a pure function of (seed, offset): backward re-applies the same
  * primitive with the same (seed, offset) to dy, which selects and scales exactly the elements
  * the forward kept, so no mask is stored. Eval mode and p = 0 are the identity (views).
+ * Relevance passes through (every rule): unchanged in eval mode, and after a training forward
+ * through the same mask without the scale (y = x/(1 − p) on kept units gives them all of their
+ * relevance, dropped units get none).
  */
 #include <stdlib.h>
 
 #include "layers_internal.h"
+#include "lrp/lrp_internal.h"
 
 static strix_status dropout_fwd(strix_module *mod, const strix_tensor *x, const strix_tensor **y) {
     strix_dropout *m = (strix_dropout *)mod;
@@ -51,6 +55,24 @@ static strix_status dropout_bwd(strix_module *mod, const strix_tensor *dy,
     return STRIX_OK;
 }
 
+static strix_status dropout_relevance(strix_module *mod, const strix_tensor *r,
+                                      const strix_tensor **r_in) {
+    strix_dropout *m = (strix_dropout *)mod;
+    strix_backend *be = m->base.be;
+    STRIX_TRY(nn_check_same("Dropout", r, m->last_dropped ? &m->out : &m->ident_out));
+    if (!m->last_dropped) {
+        if (r_in) *r_in = r;
+        return STRIX_OK;
+    }
+    size_t n = (size_t)strix_tensor_numel(r);
+    STRIX_TRY(nn_ensure_same(be, &m->dx, r));
+    if (n > 0)
+        STRIX_TRY(strix_dropout_forward(be, r->data, m->dx.data, NULL, n, m->p, 1.0f, m->seed,
+                                        m->last_offset));
+    if (r_in) *r_in = &m->dx;
+    return STRIX_OK;
+}
+
 static void dropout_set_training(strix_module *mod, bool training) {
     ((strix_dropout *)mod)->training = training;
 }
@@ -64,7 +86,8 @@ static void dropout_destroy(strix_module *mod) {
 
 static const strix_module_i dropout_vt = {
     .type = "Dropout", .forward = dropout_fwd, .backward = dropout_bwd, .destroy = dropout_destroy,
-    .set_training = dropout_set_training};
+    .set_training = dropout_set_training, .relevance = dropout_relevance,
+    .supports_rule = lrp_supports_all};
 
 strix_status strix_dropout_new(strix_backend *be, float p, uint64_t seed, strix_dropout **out) {
     *out = NULL;

@@ -1,10 +1,12 @@
 /*
  * flatten.c - Flatten (PyTorch nn.Flatten): a reshape. The output is a view of the input and the
- * input gradient a view of dy; nothing is copied or allocated.
+ * input gradient a view of dy; nothing is copied or allocated. Relevance is reshaped the same
+ * way (a view of r, every rule).
  */
 #include <stdlib.h>
 
 #include "layers_internal.h"
+#include "lrp/lrp_internal.h"
 
 static strix_status flatten_forward(strix_module *mod, const strix_tensor *x,
                                     const strix_tensor **y) {
@@ -38,11 +40,22 @@ static strix_status flatten_backward(strix_module *mod, const strix_tensor *dy,
     return STRIX_OK;
 }
 
+/* Pass-through: a view of r with the input's shape (kept in dx, as backward does). */
+static strix_status flatten_relevance(strix_module *mod, const strix_tensor *r,
+                                      const strix_tensor **r_in) {
+    strix_flatten *m = (strix_flatten *)mod;
+    STRIX_TRY(nn_check_same("Flatten", r, &m->out));
+    m->dx = nn_reshape_view(r, m->in_ndim, m->in_shape);
+    if (r_in) *r_in = &m->dx;
+    return STRIX_OK;
+}
+
 static void flatten_destroy(strix_module *mod) { free(mod); }
 
 static const strix_module_i flatten_vt = {
     .type = "Flatten", .forward = flatten_forward, .backward = flatten_backward,
-    .destroy = flatten_destroy};
+    .destroy = flatten_destroy, .relevance = flatten_relevance,
+    .supports_rule = lrp_supports_all};
 
 strix_status strix_flatten_new(strix_backend *be, int start_dim, int end_dim,
                                strix_flatten **out) {

@@ -1,11 +1,13 @@
 /*
  * groupnorm.c - GroupNorm (PyTorch nn.GroupNorm, affine) over (N, C, *) on the group-norm
  * primitive pair; γ/β grads come back overwritten in scratch and are added into the parameter
- * grads. No relevance rule here.
+ * grads. Relevance: pass-through, or with rule.layer_norm_detach_std the epsilon rule of the map
+ * with the group std held constant (as LXT treats LayerNorm).
  */
 #include <stdlib.h>
 
 #include "layers_internal.h"
+#include "lrp/lrp_internal.h"
 
 static strix_status gn_forward(strix_module *mod, const strix_tensor *x, const strix_tensor **y) {
     strix_groupnorm *m = (strix_groupnorm *)mod;
@@ -61,8 +63,12 @@ static void gn_destroy(strix_module *mod) {
     free(m);
 }
 
+static strix_status gn_relevance(strix_module *mod, const strix_tensor *r,
+                                 const strix_tensor **r_in);
+
 static const strix_module_i groupnorm_vt = {
-    .type = "GroupNorm", .forward = gn_forward, .backward = gn_backward, .destroy = gn_destroy};
+    .type = "GroupNorm", .forward = gn_forward, .backward = gn_backward, .destroy = gn_destroy,
+    .relevance = gn_relevance, .supports_rule = lrp_supports_all};
 
 strix_status strix_groupnorm_new(strix_params *ps, const char *prefix, int num_groups,
                                  int num_channels, float eps, strix_groupnorm **out) {
@@ -88,5 +94,50 @@ strix_status strix_groupnorm_new(strix_params *ps, const char *prefix, int num_g
         return NN_ALLOC_FAIL("GroupNorm");
     }
     *out = m;
+    return STRIX_OK;
+}
+
+// ---- relevance (LRP) ---------------------------------------------------------------------------
+
+/* Pass-through, or (layer_norm_detach_std) with the std of each (example, group) held constant,
+ * y = γ(x − mean)/std + β is linear in x and the epsilon rule gives
+ *   R_j = x_j·(γ_j·s_j − (1/M)·Σ_i γ_i·s_i)/std,  s = r/stab(z), z = y − β (or y: bias in),
+ * the input gradient of the backward primitive with xhat = 0 (no std term), times x. */
+static strix_status gn_relevance(strix_module *mod, const strix_tensor *r,
+                                 const strix_tensor **r_in) {
+    strix_groupnorm *m = (strix_groupnorm *)mod;
+    STRIX_TRY(nn_check_same("GroupNorm", r, &m->out));
+    const strix_lrp_rule *rule = &m->base.rule;
+    if (!rule->layer_norm_detach_std) {
+        if (r_in) *r_in = r;
+        return STRIX_OK;
+    }
+    strix_backend *be = m->base.be;
+    size_t n = (size_t)m->n, C = (size_t)m->num_channels, G = (size_t)m->num_groups;
+    size_t spatial = (size_t)m->spatial, total = n * C * spatial;
+    STRIX_TRY(nn_ensure_same(be, &m->dx, r));
+    if (total > 0) {
+        float *block;
+        STRIX_TRY(lrp_scratch(be, 3 * total + C, &block));
+        float *z = block, *ratio = z + total, *zeros = ratio + total, *neg_beta = zeros + total;
+        strix_status s = strix_fill(be, zeros, 0.0f, total);
+        const float *den = m->out.data;
+        if (s == STRIX_OK && !rule->bias_in_denominator) {
+            s = strix_axpby(be, -1.0f, m->bias->data, 0.0f, NULL, neg_beta, C);
+            if (s == STRIX_OK)
+                s = strix_add_channel_vector(be, m->out.data, neg_beta, z, n, C, spatial);
+            den = z;
+        }
+        if (s == STRIX_OK)
+            s = strix_lrp_stabilized_divide(be, r->data, den, NULL, ratio, total, rule->epsilon,
+                                            STRIX_LRP_GATE_NONE);
+        if (s == STRIX_OK)
+            s = strix_group_norm_backward(be, ratio, m->weight->data, zeros, m->std.data,
+                                          m->dx.data, NULL, NULL, n, C, spatial, G);
+        if (s == STRIX_OK) s = strix_mul(be, m->x.data, m->dx.data, m->dx.data, total);
+        strix_free(be, block);
+        STRIX_TRY(s);
+    }
+    if (r_in) *r_in = &m->dx;
     return STRIX_OK;
 }

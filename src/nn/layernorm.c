@@ -2,11 +2,14 @@
  * layernorm.c - LayerNorm over the last dim (PyTorch nn.LayerNorm, elementwise affine).
  *
  * Forward keeps xhat and the row std for backward; the parameter grads are column sums (dgamma of
- * dy⊙xhat, dbeta of dy). No RMSNorm here, and no non-affine variant.
+ * dy⊙xhat, dbeta of dy). Relevance: pass-through, or with rule.layer_norm_detach_std the
+ * epsilon rule with the row std held constant (AttnLRP; LXT's layer_norm), from the input the
+ * forward keeps a view of. No RMSNorm here, and no non-affine variant.
  */
 #include <stdlib.h>
 
 #include "nn_internal.h"
+#include "lrp/lrp_internal.h"
 
 static strix_status vt_forward(strix_module *m, const strix_tensor *x, const strix_tensor **y) {
     return strix_layernorm_forward((strix_layernorm *)m, x, y);
@@ -20,8 +23,13 @@ static void vt_destroy(strix_module *m) {
     for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) strix_tensor_free(ts[i]);
     free(l);
 }
+static strix_status vt_relevance(strix_module *m, const strix_tensor *r,
+                                 const strix_tensor **r_in) {
+    return strix_layernorm_relevance((strix_layernorm *)m, NULL, r, r_in);
+}
 static const strix_module_i layernorm_vt = {
-    .type = "LayerNorm", .forward = vt_forward, .backward = vt_backward, .destroy = vt_destroy};
+    .type = "LayerNorm", .forward = vt_forward, .backward = vt_backward, .destroy = vt_destroy,
+    .relevance = vt_relevance, .supports_rule = lrp_supports_all};
 
 strix_status strix_layernorm_new(strix_params *ps, const char *prefix, int dim, bool bias,
                                  float eps, strix_layernorm **out) {
@@ -58,6 +66,7 @@ strix_status strix_layernorm_forward(strix_layernorm *m, const strix_tensor *x,
     STRIX_TRY(nn_check_last("LayerNorm", x, m->dim));
     strix_backend *be = m->base.be;
     size_t rows = nn_rows(x);
+    m->x = nn_view_of(x);
     int64_t rshape[1] = {(int64_t)rows};
     STRIX_TRY(nn_ensure_like(be, &m->out, x, m->dim));
     STRIX_TRY(nn_ensure_like(be, &m->xhat, x, m->dim));
@@ -86,5 +95,50 @@ strix_status strix_layernorm_backward(strix_layernorm *m, const strix_tensor *dy
                                             m->row_std.data, m->dx.data, rows, cols));
     }
     if (dx) *dx = &m->dx;
+    return STRIX_OK;
+}
+
+// ---- relevance (LRP) ---------------------------------------------------------------------------
+
+/* Pass-through, or (layer_norm_detach_std) with the row std held constant the epsilon rule of
+ * the linear map y = γ(x − mean)/std + β: s = r/stab(z), z = y − β (or y with the bias in the
+ * denominator), then the LayerNorm input gradient of s with xhat = 0 (no std term),
+ * (D·γs − Σγs)/(D·std), times x. */
+strix_status strix_layernorm_relevance(strix_layernorm *m, const strix_tensor *x,
+                                       const strix_tensor *r, const strix_tensor **r_in) {
+    STRIX_TRY(nn_check_same("LayerNorm relevance", r, &m->out));
+    const strix_lrp_rule *rule = &m->base.rule;
+    if (!rule->layer_norm_detach_std) {
+        if (r_in) *r_in = r;
+        return STRIX_OK;
+    }
+    STRIX_TRY(lrp_rule_check(rule, "LayerNorm"));
+    if (!x) x = &m->x;
+    STRIX_TRY(nn_check_same("LayerNorm relevance: x", x, &m->out));
+    strix_backend *be = m->base.be;
+    size_t rows = nn_rows(r), cols = (size_t)m->dim, total = rows * cols;
+    STRIX_TRY(nn_ensure_like(be, &m->dx, r, m->dim));
+    if (total > 0) {
+        float *block;
+        STRIX_TRY(lrp_scratch(be, 3 * total + cols, &block));
+        float *z = block, *ratio = z + total, *zeros = ratio + total, *neg_beta = zeros + total;
+        strix_status s = strix_fill(be, zeros, 0.0f, total);
+        const float *den = m->out.data;
+        if (s == STRIX_OK && m->bias && !rule->bias_in_denominator) {
+            s = strix_axpby(be, -1.0f, m->bias->data, 0.0f, NULL, neg_beta, cols);
+            if (s == STRIX_OK) s = strix_add_row_vector(be, m->out.data, neg_beta, z, rows, cols);
+            den = z;
+        }
+        if (s == STRIX_OK)
+            s = strix_lrp_stabilized_divide(be, r->data, den, NULL, ratio, total, rule->epsilon,
+                                            STRIX_LRP_GATE_NONE);
+        if (s == STRIX_OK)
+            s = strix_layer_norm_backward(be, ratio, m->weight->data, zeros, m->row_std.data,
+                                          m->dx.data, rows, cols);
+        if (s == STRIX_OK) s = strix_mul(be, x->data, m->dx.data, m->dx.data, total);
+        strix_free(be, block);
+        STRIX_TRY(s);
+    }
+    if (r_in) *r_in = &m->dx;
     return STRIX_OK;
 }

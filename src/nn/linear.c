@@ -1,14 +1,19 @@
 /*
  * linear.c - Linear (PyTorch nn.Linear): y = x·Wᵀ + b with W stored (out, in).
  *
- * One GEMM plus a row-vector add forward; two GEMMs and a column sum backward. Does not do
+ * One GEMM plus a row-vector add forward; two GEMMs and a column sum backward; relevance by the
+ * four affine LRP rules of src/lrp/affine.c with the GEMMs as the map. Does not do
  * initialisation itself (the parameter block draws values; strix_linear_new_default only sets
- * PyTorch's distribution) and has no relevance rule yet.
+ * PyTorch's distribution).
  */
 #include <math.h>
 #include <stdlib.h>
 
 #include "layers_internal.h"
+#include "lrp/lrp_internal.h"
+
+static strix_status vt_relevance(strix_module *m, const strix_tensor *r,
+                                 const strix_tensor **r_in);
 
 static strix_status vt_forward(strix_module *m, const strix_tensor *x, const strix_tensor **y) {
     return strix_linear_forward((strix_linear *)m, x, y);
@@ -23,7 +28,8 @@ static void vt_destroy(strix_module *m) {
     free(l);
 }
 static const strix_module_i linear_vt = {
-    .type = "Linear", .forward = vt_forward, .backward = vt_backward, .destroy = vt_destroy};
+    .type = "Linear", .forward = vt_forward, .backward = vt_backward, .destroy = vt_destroy,
+    .relevance = vt_relevance, .supports_rule = lrp_supports_all};
 
 strix_status strix_linear_new(strix_params *ps, const char *prefix, int in_features,
                               int out_features, bool bias, float init_std,
@@ -122,4 +128,55 @@ strix_status strix_linear_backward(strix_linear *m, const strix_tensor *dy,
     }
     if (dx) *dx = m->need_input_grad ? &m->dx : NULL;
     return STRIX_OK;
+}
+
+// ---- relevance (LRP) ---------------------------------------------------------------------------
+
+/* The map of the affine rules: rows of x (count, in) times Wᵀ, W (out, in). */
+typedef struct linear_map {
+    strix_backend *be;
+    size_t in, out;
+} linear_map;
+
+static strix_status lin_map_forward(void *ctx, size_t count, const float *in, const float *w,
+                                    const float *b, float *z, bool accumulate) {
+    linear_map *c = ctx;
+    STRIX_TRY(strix_gemm_ex(c->be, in, false, w, true, z, count, c->in, c->out,
+                            accumulate ? 1.0f : 0.0f));
+    if (b) STRIX_TRY(strix_add_row_vector(c->be, z, b, z, count, c->out));
+    return STRIX_OK;
+}
+
+static strix_status lin_map_backward(void *ctx, size_t count, const float *s, const float *w,
+                                     float *g) {
+    linear_map *c = ctx;
+    // g (count, in) = s (count, out) · W (out, in)
+    return strix_gemm_ex(c->be, s, false, w, false, g, count, c->out, c->in, 0.0f);
+}
+
+strix_status lrp_linear_relevance(strix_linear *m, const float *w, const float *b,
+                                  const strix_tensor *r, const strix_tensor **r_in) {
+    STRIX_TRY(nn_check_same("Linear relevance", r, &m->out));
+    STRIX_TRY(lrp_rule_check(&m->base.rule, "Linear"));
+    strix_backend *be = m->base.be;
+    STRIX_TRY(nn_ensure_like(be, &m->dx, &m->x, m->in_features));
+    linear_map map = {.be = be, .in = (size_t)m->in_features, .out = (size_t)m->out_features};
+    size_t widest = map.in > map.out ? map.in : map.out;
+    bool own = w == m->weight->data && b == (m->bias ? m->bias->data : NULL);
+    lrp_affine a = {.be = be, .ctx = &map, .items = nn_rows(&m->x),
+                    .chunk = lrp_chunk_items(4 * widest * sizeof(float)), .in_item = map.in,
+                    .out_item = map.out, .w_n = map.out * map.in, .b_n = b ? map.out : 0,
+                    .x = m->x.data, .w = w, .b = b,
+                    // the forward's output: x·Wᵀ + b, or x·Wᵀ without a bias
+                    .z_pre = own && !b ? m->out.data : NULL, .z_full = own ? m->out.data : NULL,
+                    .forward = lin_map_forward, .backward = lin_map_backward};
+    STRIX_TRY(lrp_affine_relevance(&a, &m->base.rule, r->data, m->dx.data));
+    if (r_in) *r_in = &m->dx;
+    return STRIX_OK;
+}
+
+static strix_status vt_relevance(strix_module *m, const strix_tensor *r,
+                                 const strix_tensor **r_in) {
+    strix_linear *l = (strix_linear *)m;
+    return lrp_linear_relevance(l, l->weight->data, l->bias ? l->bias->data : NULL, r, r_in);
 }

@@ -1,12 +1,16 @@
 /*
  * pool2d.c - MaxPool2d, AvgPool2d and AdaptiveAvgPool2d (PyTorch nn.*Pool2d, floor mode,
  * dilation 1) over NCHW planes, each on its backend primitive pair. The adaptive pool handles
- * only input sizes that are multiples of the output size (then it is an ordinary average pool);
- * no relevance rules here.
+ * only input sizes that are multiples of the output size (then it is an ordinary average pool).
+ * Relevance: MaxPool2d gives each window's relevance to its argmax (winner takes all: the
+ * backward applied to r, which is what Zennit 1.0.0 does by leaving max pools to the gradient);
+ * the average pools use the epsilon rule of the window means (lrp_avg_pool; Zennit's Norm rule)
+ * with the eps of the module's rule.
  */
 #include <stdlib.h>
 
 #include "layers_internal.h"
+#include "lrp/lrp_internal.h"
 
 /* Geometry of a pool config; STRIX_ERR_ARG for bad values (who names the layer). */
 static strix_status pool_geom(const char *who, const strix_pool2d_config *cfg,
@@ -82,8 +86,26 @@ static void max_destroy(strix_module *mod) {
     free(m);
 }
 
+/* Winner takes all: each window's relevance goes to its argmax (max_unpool into zeroed dx). */
+static strix_status max_relevance(strix_module *mod, const strix_tensor *r,
+                                  const strix_tensor **r_in) {
+    strix_maxpool2d *m = (strix_maxpool2d *)mod;
+    strix_backend *be = m->base.be;
+    STRIX_TRY(nn_check_same("MaxPool2d relevance", r, &m->out));
+    STRIX_TRY(nn_ensure4(be, &m->dx, m->N, m->C, m->H, m->W));
+    size_t planes = (size_t)(m->N * m->C);
+    if (planes > 0) {
+        STRIX_TRY(strix_fill(be, m->dx.data, 0.0f, (size_t)strix_tensor_numel(&m->dx)));
+        STRIX_TRY(strix_max_unpool(be, r->data, m->argmax, m->dx.data, planes, (size_t)m->H,
+                                   (size_t)m->W, &m->geom));
+    }
+    if (r_in) *r_in = &m->dx;
+    return STRIX_OK;
+}
+
 static const strix_module_i maxpool_vt = {
-    .type = "MaxPool2d", .forward = max_forward, .backward = max_backward, .destroy = max_destroy};
+    .type = "MaxPool2d", .forward = max_forward, .backward = max_backward, .destroy = max_destroy,
+    .relevance = max_relevance, .supports_rule = lrp_supports_all};
 
 strix_status strix_maxpool2d_new(strix_backend *be, const strix_pool2d_config *cfg,
                                  strix_maxpool2d **out) {
@@ -153,11 +175,30 @@ static void avg_destroy(strix_module *mod) {
     free(m);
 }
 
+/* Epsilon rule of the window means: dx = 0, then lrp_avg_pool adds x·Σ_o (r_o/stab(z_o))/K. */
+static strix_status avg_relevance(strix_module *mod, const strix_tensor *r,
+                                  const strix_tensor **r_in) {
+    strix_avgpool2d *m = (strix_avgpool2d *)mod;
+    strix_backend *be = m->base.be;
+    STRIX_TRY(nn_check_same("AvgPool2d relevance", r, &m->out));
+    STRIX_TRY(lrp_rule_check(&m->base.rule, m->base.vt->type));
+    STRIX_TRY(nn_ensure4(be, &m->dx, m->N, m->C, m->H, m->W));
+    size_t planes = (size_t)(m->N * m->C);
+    if (planes > 0) {
+        STRIX_TRY(strix_fill(be, m->dx.data, 0.0f, (size_t)strix_tensor_numel(&m->dx)));
+        STRIX_TRY(strix_lrp_avg_pool(be, m->x.data, r->data, m->dx.data, planes, (size_t)m->H,
+                                     (size_t)m->W, &m->geom, m->base.rule.epsilon));
+    }
+    if (r_in) *r_in = &m->dx;
+    return STRIX_OK;
+}
+
 static const strix_module_i avgpool_vt = {
-    .type = "AvgPool2d", .forward = avg_forward, .backward = avg_backward, .destroy = avg_destroy};
+    .type = "AvgPool2d", .forward = avg_forward, .backward = avg_backward, .destroy = avg_destroy,
+    .relevance = avg_relevance, .supports_rule = lrp_supports_all};
 static const strix_module_i adaptive_vt = {
     .type = "AdaptiveAvgPool2d", .forward = avg_forward, .backward = avg_backward,
-    .destroy = avg_destroy};
+    .destroy = avg_destroy, .relevance = avg_relevance, .supports_rule = lrp_supports_all};
 
 strix_status strix_avgpool2d_new(strix_backend *be, const strix_pool2d_config *cfg,
                                  strix_avgpool2d **out) {

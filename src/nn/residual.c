@@ -1,10 +1,12 @@
 /*
  * residual.c - Residual: y = x + f(x) around one owned child module f. Backward adds the skip
- * path's dy to f's input gradient. No relevance rule here (the epsilon split comes with LRP).
+ * path's dy to f's input gradient. Relevance: the epsilon split of y between x and f(x)
+ * (lrp_residual_split, eps = the Residual's rule), then f's relevance, added to the skip share.
  */
 #include <stdlib.h>
 
 #include "layers_internal.h"
+#include "lrp/lrp_internal.h"
 
 static strix_status res_forward(strix_module *mod, const strix_tensor *x, const strix_tensor **y) {
     strix_residual *m = (strix_residual *)mod;
@@ -35,6 +37,39 @@ static strix_status res_backward(strix_module *mod, const strix_tensor *dy,
     return STRIX_OK;
 }
 
+/* r_x = (x/stab(y))·r, r_f = (f(x)/stab(y))·r with f(x) = y − x (the output keeps no f(x)),
+ * then r_in = r_x + relevance_f(r_f). */
+static strix_status res_relevance(strix_module *mod, const strix_tensor *r,
+                                  const strix_tensor **r_in) {
+    strix_residual *m = (strix_residual *)mod;
+    strix_backend *be = m->base.be;
+    STRIX_TRY(nn_check_same("Residual relevance", r, &m->out));
+    size_t n = (size_t)strix_tensor_numel(r);
+    STRIX_TRY(nn_ensure_same(be, &m->dx, r));
+    float *block;
+    STRIX_TRY(lrp_scratch(be, 2 * n, &block));
+    float *fx = block, *r_f = block + n;
+    strix_tensor rf = strix_tensor_view(r_f, r->device, r->ndim, r->shape);
+    const strix_tensor *rf_in = NULL;
+    strix_status s = STRIX_OK;
+    if (n > 0) s = strix_axpby(be, 1.0f, m->out.data, -1.0f, m->x.data, fx, n);
+    if (s == STRIX_OK && n > 0)
+        s = strix_lrp_residual_split(be, m->x.data, fx, r->data, m->dx.data, r_f, n,
+                                     m->base.rule.epsilon);
+    if (s == STRIX_OK) s = strix_module_relevance(m->f, &rf, &rf_in);
+    if (s == STRIX_OK && (!rf_in || strix_tensor_numel(rf_in) != (int64_t)n))
+        s = strix_error(STRIX_ERR_SHAPE, "Residual relevance: f's input relevance has another "
+                        "size");
+    if (s == STRIX_OK && n > 0) s = strix_add(be, m->dx.data, rf_in->data, m->dx.data, n);
+    strix_free(be, block);
+    if (s == STRIX_OK && r_in) *r_in = &m->dx;
+    return s;
+}
+
+static strix_module *res_child(strix_module *mod, int i) {
+    return i == 0 ? ((strix_residual *)mod)->f : NULL;
+}
+
 static void res_set_training(strix_module *mod, bool training) {
     strix_module_set_training(((strix_residual *)mod)->f, training);
 }
@@ -49,7 +84,8 @@ static void res_destroy(strix_module *mod) {
 
 static const strix_module_i residual_vt = {
     .type = "Residual", .forward = res_forward, .backward = res_backward, .destroy = res_destroy,
-    .set_training = res_set_training};
+    .set_training = res_set_training, .relevance = res_relevance,
+    .supports_rule = lrp_supports_all, .child = res_child};
 
 strix_status strix_residual_new(strix_module *f, strix_residual **out) {
     *out = NULL;

@@ -1,11 +1,13 @@
 /*
  * rmsnorm.c - RMSNorm over the last dim (PyTorch nn.RMSNorm, optional elementwise affine) on the
  * rms-norm primitive pair; the γ gradient is the column sum of the per-element terms dy·x/rms
- * the backward primitive writes. No relevance rule here.
+ * the backward primitive writes. Relevance: pass-through, or with rule.layer_norm_detach_std the
+ * epsilon rule of y = (γ/rms)·x with the rms held constant (LXT's RMSNorm).
  */
 #include <stdlib.h>
 
 #include "layers_internal.h"
+#include "lrp/lrp_internal.h"
 
 static strix_status rms_forward(strix_module *mod, const strix_tensor *x, const strix_tensor **y) {
     strix_rmsnorm *m = (strix_rmsnorm *)mod;
@@ -50,8 +52,12 @@ static void rms_destroy(strix_module *mod) {
     free(m);
 }
 
+static strix_status rms_relevance(strix_module *mod, const strix_tensor *r,
+                                  const strix_tensor **r_in);
+
 static const strix_module_i rmsnorm_vt = {
-    .type = "RMSNorm", .forward = rms_forward, .backward = rms_backward, .destroy = rms_destroy};
+    .type = "RMSNorm", .forward = rms_forward, .backward = rms_backward, .destroy = rms_destroy,
+    .relevance = rms_relevance, .supports_rule = lrp_supports_all};
 
 strix_status strix_rmsnorm_new(strix_params *ps, const char *prefix, int dim, float eps,
                                bool affine, strix_rmsnorm **out) {
@@ -76,5 +82,29 @@ strix_status strix_rmsnorm_new(strix_params *ps, const char *prefix, int dim, fl
         }
     }
     *out = m;
+    return STRIX_OK;
+}
+
+// ---- relevance (LRP) ---------------------------------------------------------------------------
+
+/* Pass-through, or (layer_norm_detach_std) the epsilon rule of the diagonal map y = (γ/rms)·x:
+ * z = y (no bias), r_in = y·(r/stab(y)). */
+static strix_status rms_relevance(strix_module *mod, const strix_tensor *r,
+                                  const strix_tensor **r_in) {
+    strix_rmsnorm *m = (strix_rmsnorm *)mod;
+    STRIX_TRY(nn_check_same("RMSNorm", r, &m->out));
+    if (!m->base.rule.layer_norm_detach_std) {
+        if (r_in) *r_in = r;
+        return STRIX_OK;
+    }
+    strix_backend *be = m->base.be;
+    size_t total = (size_t)strix_tensor_numel(r);
+    STRIX_TRY(nn_ensure_same(be, &m->dx, r));
+    if (total > 0) {
+        STRIX_TRY(strix_lrp_stabilized_divide(be, r->data, m->out.data, NULL, m->dx.data, total,
+                                              m->base.rule.epsilon, STRIX_LRP_GATE_NONE));
+        STRIX_TRY(strix_mul(be, m->out.data, m->dx.data, m->dx.data, total));
+    }
+    if (r_in) *r_in = &m->dx;
     return STRIX_OK;
 }

@@ -2,10 +2,13 @@
  * sequential.c - Sequential (PyTorch nn.Sequential): an owning list of children run in order
  * forward and in reverse backward, with train/eval passed to each. Child names ("<prefix>.<i>")
  * are handed out by strix_sequential_child_name; the children declare their own parameters.
+ * Relevance walks the children in reverse; an eval-mode BatchNorm right after a Conv2d or Linear
+ * is explained merged into it (src/lrp/fold.c, Zennit's SequentialMergeBatchNorm).
  */
 #include <stdlib.h>
 
 #include "layers_internal.h"
+#include "lrp/lrp_internal.h"
 
 static strix_status seq_forward(strix_module *mod, const strix_tensor *x, const strix_tensor **y) {
     strix_sequential *m = (strix_sequential *)mod;
@@ -39,6 +42,27 @@ static strix_status seq_backward(strix_module *mod, const strix_tensor *dy,
     return STRIX_OK;
 }
 
+static strix_status seq_relevance(strix_module *mod, const strix_tensor *r,
+                                  const strix_tensor **r_in) {
+    strix_sequential *m = (strix_sequential *)mod;
+    const strix_tensor *cur = r;
+    for (int i = m->count - 1; i >= 0; i--) {
+        if (i >= 1 && lrp_can_merge(m->children[i - 1], m->children[i])) {
+            STRIX_TRY(lrp_merged_relevance(m->children[i - 1], m->children[i], cur, &cur));
+            i--;
+        } else {
+            STRIX_TRY(strix_module_relevance(m->children[i], cur, &cur));
+        }
+    }
+    if (r_in) *r_in = cur;
+    return STRIX_OK;
+}
+
+static strix_module *seq_child(strix_module *mod, int i) {
+    strix_sequential *m = (strix_sequential *)mod;
+    return i >= 0 && i < m->count ? m->children[i] : NULL;
+}
+
 static void seq_set_training(strix_module *mod, bool training) {
     strix_sequential *m = (strix_sequential *)mod;
     for (int i = 0; i < m->count; i++) strix_module_set_training(m->children[i], training);
@@ -53,7 +77,8 @@ static void seq_destroy(strix_module *mod) {
 
 static const strix_module_i sequential_vt = {
     .type = "Sequential", .forward = seq_forward, .backward = seq_backward, .destroy = seq_destroy,
-    .set_training = seq_set_training};
+    .set_training = seq_set_training, .relevance = seq_relevance,
+    .supports_rule = lrp_supports_all, .child = seq_child};
 
 strix_status strix_sequential_new(strix_backend *be, const char *prefix, strix_sequential **out) {
     *out = NULL;
