@@ -10,7 +10,7 @@
 #ifndef STRIX_GPT_H
 #define STRIX_GPT_H
 
-#include "strix/params.h"
+#include "strix/nn.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -77,6 +77,62 @@ STRIX_API strix_status strix_gpt_decode_reset(strix_gpt *g);
 STRIX_API strix_status strix_gpt_decode_step(strix_gpt *g, int32_t token, float *logits);
 /* Positions currently in the cache. */
 STRIX_API int strix_gpt_decode_pos(const strix_gpt *g);
+
+// ---- explanations (AttnLRP) --------------------------------------------------------------------
+
+/* What strix_gpt_explain explains and with which rules. */
+typedef struct strix_gpt_explain_config {
+    strix_lrp_rule rule;  /* rule.kind is the rule of every Linear (c_attn, c_proj, c_fc, mlp's
+                           * c_proj, lm_head); rule.epsilon also stabilises the residual splits,
+                           * the bilinear and RoPE rules; layer_norm_detach_std picks LayerNorm's
+                           * rule. Default: LXT's AttnLRP config, epsilon 1e-6 with the bias in
+                           * the denominator and the std of LayerNorm held constant */
+    bool one_hot_seed;    /* false (default): the relevance at the output is the target logit;
+                           * true: 1 (the Zennit/LXT convention) */
+    int32_t target;       /* token whose next-token logit is explained; -1: the predicted one */
+    int32_t contrast;     /* -1: none; else explain logit[target] − logit[contrast] (seeded with
+                           * minus its logit, or −1 with one_hot_seed) */
+} strix_gpt_explain_config;
+
+/* One explained prediction; the arrays are host memory owned by the struct. */
+typedef struct strix_gpt_explanation {
+    int T;                      /* positions explained: the last min(n, block_size) ids */
+    int32_t predicted;          /* argmax of the next-token logits (ties: lower id) */
+    float predicted_prob;       /* its softmax probability */
+    int32_t target;             /* the explained token (== predicted when cfg target is -1) */
+    float target_prob, target_logit;
+    float *relevance;           /* (T): relevance of each input token: its share of
+                                 * x0 = wte[id] + wpe[pos], summed over d_model */
+    float *relevance_position;  /* (T): the share of the learned position embedding wpe[pos]
+                                 * (summed over d_model); NULL with RoPE */
+    double relevance_out_sum;   /* Σ relevance seeded at the output */
+    double relevance_in_sum;    /* Σ relevance reaching the embeddings, tokens and positions
+                                 * (conservation check) */
+    double softmax_gap;         /* relevance the softmax rule did not conserve, summed over
+                                 * layers and heads: with the bias out of the denominator and a
+                                 * tiny epsilon, in_sum ≈ out_sum − softmax_gap */
+} strix_gpt_explanation;
+
+/* Defaults of the config above. */
+STRIX_API strix_gpt_explain_config strix_gpt_explain_defaults(void);
+
+/* AttnLRP (Achtibat et al. 2024) of the next-token prediction after ids[0..n) (host int32; the
+ * last block_size ids are used): an eval forward, then relevance from the last position's target
+ * logit back through lm_head, ln_f and the blocks (each: epsilon split of both residual sums,
+ * MLP with the activation passing relevance through, attention with the softmax rule, the
+ * bilinear rule for q·kᵀ and P·v, the RoPE rule, LayerNorm per cfg->rule) to x0 = wte[id] +
+ * wpe[pos], split between the two by the epsilon rule and summed over d_model per position.
+ * cfg NULL: the defaults. Sets the rule of every module of the model and overwrites its
+ * activations (a later strix_gpt_backward needs a new forward). STRIX_ERR_ARG for n <= 0, bad
+ * ids, a target or contrast outside [0, V) (other than -1), contrast == target, or a malformed
+ * rule; STRIX_ERR_UNSUPPORTED for a rule kind a module does not implement (checked before
+ * anything runs); STRIX_ERR_NUMERIC for a non-finite next-token logit; STRIX_ERR_ALLOC. On error
+ * *out is zeroed. */
+STRIX_API strix_status strix_gpt_explain(strix_gpt *g, const int32_t *ids, int n,
+                                         const strix_gpt_explain_config *cfg,
+                                         strix_gpt_explanation *out);
+/* Frees the arrays of e and zeroes the struct. NULL is a no-op. */
+STRIX_API void strix_gpt_explanation_free(strix_gpt_explanation *e);
 
 #ifdef __cplusplus
 }

@@ -11,11 +11,16 @@
  * softmax per head covers them with the head's own scale 1/sqrt(hs_h). The products tell the
  * backend their causal zeros (strix_gemm_skip), so the own GEMM skips most of the upper triangle.
  *
- * Not here: dropout, padding masks, GQA, relevance.
+ * Relevance (AttnLRP, Achtibat et al. 2024) walks the same slices backwards: the bilinear rule
+ * of P·V and q·kᵀ in its gradient×input form (the backward's GEMMs on r/stab(2·o), times the
+ * operands), the softmax rule on recomputed scores, the RoPE rule on the pre-rotation q, k.
+ *
+ * Not here: dropout, padding masks, GQA.
  */
 #include <math.h>
 #include <stdlib.h>
 
+#include "lrp/lrp_internal.h"
 #include "nn_internal.h"
 
 static strix_status vt_forward(strix_module *m, const strix_tensor *x, const strix_tensor **y) {
@@ -24,19 +29,39 @@ static strix_status vt_forward(strix_module *m, const strix_tensor *x, const str
 static strix_status vt_backward(strix_module *m, const strix_tensor *dy, const strix_tensor **dx) {
     return strix_attention_backward((strix_attention *)m, dy, dx);
 }
+static strix_status vt_relevance(strix_module *m, const strix_tensor *r, const strix_tensor **ri) {
+    return strix_attention_relevance((strix_attention *)m, r, ri);
+}
+/* Whether a child module can be explained with rule kind k. */
+static bool child_supports(const strix_module *m, strix_lrp_kind k) {
+    if (!m->vt->relevance) return false;
+    return m->vt->supports_rule ? m->vt->supports_rule(m, k) : k == STRIX_LRP_EPSILON;
+}
+/* The rule kind is the projections' (the attention's own rules use only its epsilon). */
+static bool vt_supports_rule(const strix_module *m, strix_lrp_kind k) {
+    const strix_attention *a = (const strix_attention *)m;
+    return child_supports(&a->c_attn->base, k) && child_supports(&a->c_proj->base, k);
+}
+static strix_module *vt_child(strix_module *m, int i) {
+    strix_attention *a = (strix_attention *)m;
+    return i == 0 ? &a->c_attn->base : i == 1 ? &a->c_proj->base : NULL;
+}
 static void vt_destroy(strix_module *m) {
     strix_attention *a = (strix_attention *)m;
     strix_module_free(&a->c_attn->base);
     strix_module_free(&a->c_proj->base);
     strix_free(a->base.be, a->rope_cos);
     strix_free(a->base.be, a->rope_sin);
-    strix_tensor *ts[] = {&a->att, &a->y, &a->datt, &a->dqkv, &a->kv_cache, &a->dec_att};
+    strix_tensor *ts[] = {&a->att,   &a->y,     &a->datt,    &a->dqkv,  &a->kv_cache,
+                          &a->dec_att, &a->lrp_w, &a->lrp_qkv, &a->lrp_raw, &a->lrp_p,
+                          &a->lrp_s, &a->lrp_x, &a->lrp_rope};
     for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) strix_tensor_free(ts[i]);
     free(a);
 }
 static const strix_module_i attention_vt = {
     .type = "CausalSelfAttention", .forward = vt_forward, .backward = vt_backward,
-    .destroy = vt_destroy};
+    .destroy = vt_destroy, .relevance = vt_relevance, .supports_rule = vt_supports_rule,
+    .child = vt_child};
 
 // ---- construction ------------------------------------------------------------------------------
 
@@ -264,6 +289,139 @@ strix_status strix_attention_backward(strix_attention *m, const strix_tensor *dy
     // the gradient w.r.t. the unrotated q,k is the inverse rotation of the rotated one
     if (m->rope && B > 0) STRIX_TRY(rope_qk(m, dqkv, B * T, T, 0, true));
     return strix_linear_backward(m->c_attn, &m->dqkv, dx);
+}
+
+// ---- relevance (AttnLRP) -----------------------------------------------------------------------
+
+/* The RoPE rule on the q and k slices of g (B,T,3C), the relevance of the rotated q|k|v, in
+ * place: the pre-rotation values are c_attn's output recomputed with the forward's own GEMM
+ * (bit-identical), each head's slices are copied to contiguous rows for lrp_rope and back. */
+static strix_status rope_relevance(strix_attention *m, float *g, float eps) {
+    strix_backend *be = m->base.be;
+    strix_linear *l = m->c_attn;
+    size_t rows = (size_t)m->B * (size_t)m->T, C = (size_t)m->C, ld = 3 * C;
+    STRIX_TRY(strix_tensor_ensure(be, &m->lrp_raw, l->out.ndim, l->out.shape));
+    float *raw = m->lrp_raw.data;
+    STRIX_TRY(strix_gemm_ex(be, l->x.data, false, l->weight->data, true, raw, rows, C, ld, 0.0f));
+    if (l->bias) STRIX_TRY(strix_add_row_vector(be, raw, l->bias->data, raw, rows, ld));
+    size_t hs_max = 0;
+    for (int h = 0; h < m->NH; h++)
+        if ((size_t)m->head_size[h] > hs_max) hs_max = (size_t)m->head_size[h];
+    int64_t shape[3] = {3, (int64_t)rows, (int64_t)hs_max};
+    STRIX_TRY(strix_tensor_ensure(be, &m->lrp_rope, 3, shape));
+    float *xs = m->lrp_rope.data, *ys = xs + rows * hs_max, *rs = ys + rows * hs_max;
+    const float *qkv = l->out.data;
+    for (int h = 0; h < m->NH; h++) {
+        size_t hs = (size_t)m->head_size[h];
+        const float *cs = m->rope_cos + m->rope_off[h], *sn = m->rope_sin + m->rope_off[h];
+        for (size_t part = 0; part < 2; part++) { // q, then k
+            size_t col = part * C + (size_t)m->head_off[h];
+            STRIX_TRY(strix_copy_2d(be, xs, hs, raw + col, ld, rows, hs));
+            STRIX_TRY(strix_copy_2d(be, ys, hs, qkv + col, ld, rows, hs));
+            STRIX_TRY(strix_copy_2d(be, rs, hs, g + col, ld, rows, hs));
+            STRIX_TRY(strix_lrp_rope(be, xs, ys, rs, cs, sn, rs, rows, (size_t)m->T, hs, eps));
+            STRIX_TRY(strix_copy_2d(be, g + col, ld, rs, hs, rows, hs));
+        }
+    }
+    return STRIX_OK;
+}
+
+/* Relevance through one module's vtable slot. */
+static strix_status sub_relevance(strix_module *m, const strix_tensor *r, const strix_tensor **ri) {
+    if (!m->vt->relevance)
+        return strix_error(STRIX_ERR_UNSUPPORTED, "%s has no relevance", m->vt->type);
+    return m->vt->relevance(m, r, ri);
+}
+
+strix_status strix_attention_relevance(strix_attention *m, const strix_tensor *r_out,
+                                       const strix_tensor **r_in) {
+    strix_backend *be = m->base.be;
+    if (m->B <= 0)
+        return strix_error(STRIX_ERR_ARG, "attention relevance: needs a forward first (a decode "
+                                          "step overwrites the forward's buffers)");
+    STRIX_TRY(nn_check_same("attention relevance", r_out, &m->c_proj->out));
+    size_t B = (size_t)m->B, T = (size_t)m->T, C = (size_t)m->C, NH = (size_t)m->NH;
+    size_t n = B * T * C, tt = B * T * T;
+    float eps = m->base.rule.epsilon;
+    m->lrp_softmax_gap = 0.0;
+    const strix_tensor *ry;
+    STRIX_TRY(sub_relevance(&m->c_proj->base, r_out, &ry));
+    // w = r_y/stab(2·y): the bilinear weights of every head's P·v_h at once
+    STRIX_TRY(strix_tensor_ensure(be, &m->lrp_w, m->y.ndim, m->y.shape));
+    float *w = m->lrp_w.data;
+    STRIX_TRY(strix_axpby(be, 2.0f, m->y.data, 0.0f, NULL, w, n));
+    STRIX_TRY(strix_lrp_stabilized_divide(be, ry->data, w, NULL, w, n, eps,
+                                          STRIX_LRP_GATE_NONE));
+    int64_t tshape[3] = {(int64_t)B, (int64_t)T, (int64_t)T};
+    STRIX_TRY(strix_tensor_ensure(be, &m->lrp_p, 3, tshape));
+    STRIX_TRY(strix_tensor_ensure(be, &m->lrp_s, 3, tshape));
+    STRIX_TRY(strix_tensor_ensure(be, &m->lrp_x, 3, tshape));
+    STRIX_TRY(strix_tensor_ensure(be, &m->lrp_qkv, m->c_attn->out.ndim, m->c_attn->out.shape));
+    const float *qkv = m->c_attn->out.data; /* q, k rotated when RoPE is on */
+    float *g = m->lrp_qkv.data, *rp = m->lrp_p.data, *s = m->lrp_s.data, *x = m->lrp_x.data;
+    for (size_t h = 0; h < NH; h++) {
+        size_t hs = (size_t)m->head_size[h], off = (size_t)m->head_off[h];
+        const float *att = m->att.data + h * tt;
+        // r_P = P ⊙ (w_h · v_hᵀ): full (T,T), so the masked zeros of P meet finite values
+        strix_gemm_batch gp = {
+            .a = w + off, .lda = C, .stride_a = T * C, .ta = false,
+            .b = qkv + 2 * C + off, .ldb = 3 * C, .stride_b = T * 3 * C, .tb = true,
+            .c = rp, .ldc = T, .stride_c = T * T,
+            .m = T, .k = hs, .n = T, .batch = B, .alpha = 1.0f, .beta = 0.0f};
+        STRIX_TRY(strix_gemm_batched(be, &gp));
+        STRIX_TRY(strix_mul(be, att, rp, rp, tt));
+        // g_v = Pᵀ · w_h (times v below)
+        strix_gemm_batch gv = {
+            .a = att, .lda = T, .stride_a = T * T, .ta = true,
+            .b = w + off, .ldb = C, .stride_b = T * C, .tb = false,
+            .c = g + 2 * C + off, .ldc = 3 * C, .stride_c = T * 3 * C,
+            .m = T, .k = T, .n = hs, .batch = B, .alpha = 1.0f, .beta = 0.0f,
+            .skip = STRIX_GEMM_A_UPPER};
+        STRIX_TRY(strix_gemm_batched(be, &gv));
+        // the softmax's input, recomputed: s = q_h·k_hᵀ, x = scale·s, -inf above the diagonal
+        strix_gemm_batch gs = {
+            .a = qkv + off, .lda = 3 * C, .stride_a = T * 3 * C, .ta = false,
+            .b = qkv + C + off, .ldb = 3 * C, .stride_b = T * 3 * C, .tb = true,
+            .c = s, .ldc = T, .stride_c = T * T,
+            .m = T, .k = hs, .n = T, .batch = B, .alpha = 1.0f, .beta = 0.0f};
+        STRIX_TRY(strix_gemm_batched(be, &gs));
+        STRIX_TRY(strix_axpby(be, head_scale((int)hs), s, 0.0f, NULL, x, tt));
+        STRIX_TRY(strix_attention_mask_fill(be, x, NULL, B, 1, T, T, true, 0, 0, -INFINITY));
+        // softmax rule r_x = x·(r_P − P·Σr_P) in place; the scale passes relevance on
+        float sum_p = 0.0f, sum_x = 0.0f;
+        STRIX_TRY(strix_sum(be, rp, tt, &sum_p));
+        STRIX_TRY(strix_lrp_softmax_rows(be, x, att, rp, rp, B * T, T));
+        STRIX_TRY(strix_sum(be, rp, tt, &sum_x));
+        m->lrp_softmax_gap += (double)sum_p - (double)sum_x;
+        // w_s = r_x/stab(2·s), 0 above the diagonal; g_q = w_s·k_h, g_k = w_sᵀ·q_h
+        STRIX_TRY(strix_axpby(be, 2.0f, s, 0.0f, NULL, s, tt));
+        STRIX_TRY(strix_lrp_stabilized_divide(be, rp, s, NULL, rp, tt, eps, STRIX_LRP_GATE_NONE));
+        strix_gemm_batch gq = {
+            .a = rp, .lda = T, .stride_a = T * T, .ta = false,
+            .b = qkv + C + off, .ldb = 3 * C, .stride_b = T * 3 * C, .tb = false,
+            .c = g + off, .ldc = 3 * C, .stride_c = T * 3 * C,
+            .m = T, .k = T, .n = hs, .batch = B, .alpha = 1.0f, .beta = 0.0f,
+            .skip = STRIX_GEMM_A_LOWER};
+        STRIX_TRY(strix_gemm_batched(be, &gq));
+        strix_gemm_batch gk = {
+            .a = rp, .lda = T, .stride_a = T * T, .ta = true,
+            .b = qkv + off, .ldb = 3 * C, .stride_b = T * 3 * C, .tb = false,
+            .c = g + C + off, .ldc = 3 * C, .stride_c = T * 3 * C,
+            .m = T, .k = T, .n = hs, .batch = B, .alpha = 1.0f, .beta = 0.0f,
+            .skip = STRIX_GEMM_A_UPPER};
+        STRIX_TRY(strix_gemm_batched(be, &gk));
+    }
+    // relevance of q|k|v = the gradient-like terms times the operands
+    STRIX_TRY(strix_mul(be, g, qkv, g, 3 * n));
+    if (!m->rope) return sub_relevance(&m->c_attn->base, &m->lrp_qkv, r_in);
+    STRIX_TRY(rope_relevance(m, g, eps));
+    /* c_attn's output was rotated in place by the forward; its relevance must see the
+     * pre-rotation output, which rope_relevance recomputed bit for bit into lrp_raw. */
+    float *rotated = m->c_attn->out.data;
+    m->c_attn->out.data = m->lrp_raw.data;
+    strix_status status = sub_relevance(&m->c_attn->base, &m->lrp_qkv, r_in);
+    m->c_attn->out.data = rotated;
+    return status;
 }
 
 // ---- KV-cache decoding -------------------------------------------------------------------------

@@ -2,11 +2,13 @@
  * block.c - the pre-norm transformer block (nanoGPT Block):
  *   x1 = x + attn(ln_1(x));  y = x1 + mlp(ln_2(x1)).
  * Backward adds the residual paths back: dx1 = dy + ln_2'(mlp'(dy)); dx = dx1 + ln_1'(attn'(dx1)).
- * Not here: dropout, post-norm or parallel-residual variants.
+ * Relevance splits each residual sum by the epsilon rule and adds the branch's relevance back to
+ * the skip share the same way. Not here: dropout, post-norm or parallel-residual variants.
  */
 #include <stdlib.h>
 
 #include "nn_internal.h"
+#include "strix/lrp.h"
 
 static strix_status vt_forward(strix_module *m, const strix_tensor *x, const strix_tensor **y) {
     return strix_block_forward((strix_block *)m, x, y);
@@ -20,12 +22,32 @@ static void vt_destroy(strix_module *m) {
     if (b->attn) strix_module_free(&b->attn->base);
     if (b->ln_2) strix_module_free(&b->ln_2->base);
     if (b->mlp) strix_module_free(&b->mlp->base);
-    strix_tensor *ts[] = {&b->x1, &b->out, &b->dx1, &b->dx};
+    strix_tensor *ts[] = {&b->x1,      &b->out,        &b->dx1,   &b->dx,
+                          &b->rel_res, &b->rel_branch, &b->rel_in};
     for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) strix_tensor_free(ts[i]);
     free(b);
 }
+static strix_status vt_relevance(strix_module *m, const strix_tensor *r, const strix_tensor **ri) {
+    return strix_block_relevance((strix_block *)m, r, ri);
+}
+/* Whether a child module can be explained with rule kind k. */
+static bool child_supports(const strix_module *m, strix_lrp_kind k) {
+    if (!m->vt->relevance) return false;
+    return m->vt->supports_rule ? m->vt->supports_rule(m, k) : k == STRIX_LRP_EPSILON;
+}
+static bool vt_supports_rule(const strix_module *m, strix_lrp_kind k) {
+    const strix_block *b = (const strix_block *)m;
+    return child_supports(&b->ln_1->base, k) && child_supports(&b->attn->base, k) &&
+           child_supports(&b->ln_2->base, k) && child_supports(&b->mlp->base, k);
+}
+static strix_module *vt_child(strix_module *m, int i) {
+    strix_block *b = (strix_block *)m;
+    strix_module *kids[4] = {&b->ln_1->base, &b->attn->base, &b->ln_2->base, &b->mlp->base};
+    return i >= 0 && i < 4 ? kids[i] : NULL;
+}
 static const strix_module_i block_vt = {
-    .type = "Block", .forward = vt_forward, .backward = vt_backward, .destroy = vt_destroy};
+    .type = "Block", .forward = vt_forward, .backward = vt_backward, .destroy = vt_destroy,
+    .relevance = vt_relevance, .supports_rule = vt_supports_rule, .child = vt_child};
 
 strix_status strix_block_new(strix_params *ps, const char *prefix, const strix_block_config *cfg,
                              strix_block **out) {
@@ -62,6 +84,7 @@ strix_status strix_block_new(strix_params *ps, const char *prefix, const strix_b
 strix_status strix_block_forward(strix_block *m, const strix_tensor *x, const strix_tensor **y) {
     strix_backend *be = m->base.be;
     const strix_tensor *a, *b;
+    m->x = nn_view_of(x); /* relevance splits x1 = x + attn(...) */
     STRIX_TRY(strix_layernorm_forward(m->ln_1, x, &a));
     STRIX_TRY(strix_attention_forward(m->attn, a, &b));
     STRIX_TRY(strix_tensor_ensure(be, &m->x1, x->ndim, x->shape));
@@ -90,6 +113,43 @@ strix_status strix_block_backward(strix_block *m, const strix_tensor *dy,
     STRIX_TRY(strix_tensor_ensure(be, &m->dx, dy->ndim, dy->shape));
     if (n > 0) STRIX_TRY(strix_add(be, m->dx1.data, g->data, m->dx.data, n));
     if (dx) *dx = &m->dx;
+    return STRIX_OK;
+}
+
+/* Relevance through one module's vtable slot. */
+static strix_status sub_relevance(strix_module *m, const strix_tensor *r, const strix_tensor **ri) {
+    if (!m->vt->relevance)
+        return strix_error(STRIX_ERR_UNSUPPORTED, "%s has no relevance", m->vt->type);
+    return m->vt->relevance(m, r, ri);
+}
+
+strix_status strix_block_relevance(strix_block *m, const strix_tensor *r_out,
+                                   const strix_tensor **r_in) {
+    strix_backend *be = m->base.be;
+    STRIX_TRY(nn_check_same("Block relevance", r_out, &m->out));
+    STRIX_TRY(nn_check_same("Block relevance", r_out, &m->x));
+    size_t n = (size_t)strix_tensor_numel(r_out);
+    float eps = m->base.rule.epsilon;
+    STRIX_TRY(strix_tensor_ensure(be, &m->rel_res, r_out->ndim, r_out->shape));
+    STRIX_TRY(strix_tensor_ensure(be, &m->rel_branch, r_out->ndim, r_out->shape));
+    STRIX_TRY(strix_tensor_ensure(be, &m->rel_in, r_out->ndim, r_out->shape));
+    const strix_tensor *r;
+    // y = x1 + mlp(ln_2(x1))
+    if (n > 0)
+        STRIX_TRY(strix_lrp_residual_split(be, m->x1.data, m->mlp->c_proj->out.data, r_out->data,
+                                           m->rel_res.data, m->rel_branch.data, n, eps));
+    STRIX_TRY(sub_relevance(&m->mlp->base, &m->rel_branch, &r));
+    STRIX_TRY(strix_layernorm_relevance(m->ln_2, &m->x1, r, &r));
+    if (n > 0) STRIX_TRY(strix_add(be, m->rel_res.data, r->data, m->rel_res.data, n));
+    // x1 = x + attn(ln_1(x))
+    if (n > 0)
+        STRIX_TRY(strix_lrp_residual_split(be, m->x.data, m->attn->c_proj->out.data,
+                                           m->rel_res.data, m->rel_in.data, m->rel_branch.data,
+                                           n, eps));
+    STRIX_TRY(sub_relevance(&m->attn->base, &m->rel_branch, &r));
+    STRIX_TRY(strix_layernorm_relevance(m->ln_1, &m->x, r, &r));
+    if (n > 0) STRIX_TRY(strix_add(be, m->rel_in.data, r->data, m->rel_in.data, n));
+    if (r_in) *r_in = &m->rel_in;
     return STRIX_OK;
 }
 

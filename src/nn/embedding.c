@@ -2,18 +2,28 @@
  * embedding.c - Embedding (PyTorch nn.Embedding): a row gather forward, a scatter-add backward.
  *
  * Ids are int32 in backend memory; range checks are the caller's (the GPT checks its host ids
- * before uploading them). No padding_idx, max_norm or sparse gradients.
+ * before uploading them). Relevance sums each output row into its id's position. No padding_idx,
+ * max_norm or sparse gradients.
  */
 #include <stdlib.h>
 
+#include "lrp/lrp_internal.h"
 #include "nn_internal.h"
 
 static void vt_destroy(strix_module *m) {
     strix_embedding *e = (strix_embedding *)m;
     strix_tensor_free(&e->out);
+    strix_tensor_free(&e->rel);
+    strix_tensor_free(&e->ones);
     free(e);
 }
-static const strix_module_i embedding_vt = {.type = "Embedding", .destroy = vt_destroy};
+static strix_status vt_relevance(strix_module *m, const strix_tensor *r, const strix_tensor **ri) {
+    return strix_embedding_relevance((strix_embedding *)m, r, ri);
+}
+/* No weights take part in the relevance: every rule kind is the same sum. */
+static const strix_module_i embedding_vt = {.type = "Embedding", .destroy = vt_destroy,
+                                            .relevance = vt_relevance,
+                                            .supports_rule = lrp_supports_all};
 
 strix_status strix_embedding_new(strix_params *ps, const char *prefix, int num_embeddings,
                                  int dim, float init_std, strix_embedding **out) {
@@ -66,4 +76,21 @@ strix_status strix_embedding_backward(strix_embedding *m, const strix_tensor *dy
     if (m->count == 0) return STRIX_OK;
     return strix_scatter_add_rows(m->base.be, dy->data, m->ids, m->weight->grad, m->count,
                                   (size_t)m->dim);
+}
+
+strix_status strix_embedding_relevance(strix_embedding *m, const strix_tensor *r_out,
+                                       const strix_tensor **r_in) {
+    STRIX_TRY(nn_check_same("Embedding relevance", r_out, &m->out));
+    strix_backend *be = m->base.be;
+    int64_t one[1] = {m->dim};
+    STRIX_TRY(strix_tensor_ensure(be, &m->rel, m->out.ndim - 1, m->out.shape));
+    STRIX_TRY(strix_tensor_ensure(be, &m->ones, 1, one));
+    if (m->count > 0) {
+        STRIX_TRY(strix_fill(be, m->ones.data, 1.0f, (size_t)m->dim));
+        // r_in (count, 1) = r_out (count, dim) · ones (dim, 1): each sum d ascending
+        STRIX_TRY(strix_gemm_ex(be, r_out->data, false, m->ones.data, false, m->rel.data,
+                                m->count, (size_t)m->dim, 1, 0.0f));
+    }
+    if (r_in) *r_in = &m->rel;
+    return STRIX_OK;
 }

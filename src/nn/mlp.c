@@ -2,7 +2,9 @@
  * mlp.c - the transformer MLP (nanoGPT MLP): c_fc -> GELU (erf) or ReLU -> c_proj.
  *
  * The activation's input (c_fc's output) is kept for backward, which runs the activation
- * derivative in place on c_proj's input-gradient buffer. No dropout, no gated (SwiGLU) variant.
+ * derivative in place on c_proj's input-gradient buffer. Relevance: c_proj's rule, the activation
+ * passes relevance through (AttnLRP's identity rule), c_fc's rule. No dropout, no gated (SwiGLU)
+ * variant.
  */
 #include <stdlib.h>
 
@@ -21,8 +23,25 @@ static void vt_destroy(strix_module *m) {
     strix_tensor_free(&p->h);
     free(p);
 }
+static strix_status vt_relevance(strix_module *m, const strix_tensor *r, const strix_tensor **ri) {
+    return strix_mlp_relevance((strix_mlp *)m, r, ri);
+}
+/* Whether a child module can be explained with rule kind k. */
+static bool child_supports(const strix_module *m, strix_lrp_kind k) {
+    if (!m->vt->relevance) return false;
+    return m->vt->supports_rule ? m->vt->supports_rule(m, k) : k == STRIX_LRP_EPSILON;
+}
+static bool vt_supports_rule(const strix_module *m, strix_lrp_kind k) {
+    const strix_mlp *p = (const strix_mlp *)m;
+    return child_supports(&p->c_fc->base, k) && child_supports(&p->c_proj->base, k);
+}
+static strix_module *vt_child(strix_module *m, int i) {
+    strix_mlp *p = (strix_mlp *)m;
+    return i == 0 ? &p->c_fc->base : i == 1 ? &p->c_proj->base : NULL;
+}
 static const strix_module_i mlp_vt = {
-    .type = "MLP", .forward = vt_forward, .backward = vt_backward, .destroy = vt_destroy};
+    .type = "MLP", .forward = vt_forward, .backward = vt_backward, .destroy = vt_destroy,
+    .relevance = vt_relevance, .supports_rule = vt_supports_rule, .child = vt_child};
 
 static strix_act act_op(strix_activation_kind k) {
     return k == STRIX_ACTIVATION_RELU ? STRIX_ACT_RELU : STRIX_ACT_GELU;
@@ -74,4 +93,19 @@ strix_status strix_mlp_backward(strix_mlp *m, const strix_tensor *dy, const stri
         STRIX_TRY(strix_elementwise_backward(m->base.be, act_op(m->act), m->c_fc->out.data,
                                              dpre, dpre, n));
     return strix_linear_backward(m->c_fc, &m->c_proj->dx, dx);
+}
+
+/* Relevance through one module's vtable slot. */
+static strix_status sub_relevance(strix_module *m, const strix_tensor *r, const strix_tensor **ri) {
+    if (!m->vt->relevance)
+        return strix_error(STRIX_ERR_UNSUPPORTED, "%s has no relevance", m->vt->type);
+    return m->vt->relevance(m, r, ri);
+}
+
+strix_status strix_mlp_relevance(strix_mlp *m, const strix_tensor *r_out,
+                                 const strix_tensor **r_in) {
+    const strix_tensor *rh;
+    STRIX_TRY(sub_relevance(&m->c_proj->base, r_out, &rh));
+    // the activation is elementwise, one input per output: its relevance passes unchanged
+    return sub_relevance(&m->c_fc->base, rh, r_in);
 }

@@ -6,33 +6,15 @@
  * Forward keeps every activation (inside the modules) so backward recomputes nothing; with targets
  * it also runs the fused softmax + cross-entropy, leaving dlogits ready for backward. Ids and
  * targets are validated on the host, then uploaded into backend buffers that grow only when a
- * larger (B,T) appears. Not here: sampling, checkpoints, the training loop.
+ * larger (B,T) appears. Not here: sampling, checkpoints, the training loop, explanations
+ * (explain.c).
  */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "strix/gpt.h"
-#include "strix/nn.h"
-
-struct strix_gpt {
-    strix_backend *be;
-    strix_gpt_config cfg;
-    strix_params params;
-    strix_embedding *wte;
-    strix_param *wpe;          /* NULL with RoPE */
-    strix_block **h;           /* n_layer blocks */
-    strix_layernorm *ln_f;
-    strix_linear *lm_head;
-    int32_t *ids, *targets;    /* backend buffers of ids_cap int32 each */
-    size_t ids_cap;
-    strix_tensor losses;       /* (B·T) per-row cross-entropy */
-    strix_tensor dlogits;      /* (B,T,V) */
-    int B, T;
-    bool can_backward;         /* the last forward had targets and no decode step came after */
-    int decode_pos;
-};
+#include "gpt_internal.h"
 
 // ---- configuration -----------------------------------------------------------------------------
 

@@ -1,0 +1,240 @@
+/*
+ * explain.c - AttnLRP of one GPT prediction (strix_gpt_explain, strix/gpt.h; Achtibat et al. 2024,
+ * checked against LXT 2.1 by tests/test_attnlrp.c).
+ *
+ * The walk is the forward in reverse through the modules' relevance slots: lm_head, ln_f, the
+ * blocks from the last, then the embedding sum x0 = wte[id] + wpe[pos], split by the epsilon
+ * rule. Everything runs on the backend; the host only seeds the output (one row of T·V floats)
+ * and sums the (T, C) input relevance per position in double, d ascending. Not here: batches
+ * (one sequence per call), the per-module rules (src/nn), rendering (tools/strix).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpt_internal.h"
+#include "lrp/lrp_internal.h"
+
+strix_gpt_explain_config strix_gpt_explain_defaults(void) {
+    strix_gpt_explain_config c;
+    memset(&c, 0, sizeof c);
+    c.rule.kind = STRIX_LRP_EPSILON;
+    c.rule.epsilon = 1e-6f;
+    c.rule.gamma = 0.25f;
+    c.rule.alpha = 1.0f;
+    c.rule.beta = 0.0f;
+    c.rule.low = 0.0f;
+    c.rule.high = 1.0f;
+    c.rule.bias_in_denominator = true; /* LXT; pre-bias z near 0 amplifies rounding otherwise */
+    c.rule.layer_norm_detach_std = true;
+    c.one_hot_seed = false;
+    c.target = -1;
+    c.contrast = -1;
+    return c;
+}
+
+void strix_gpt_explanation_free(strix_gpt_explanation *e) {
+    if (!e) return;
+    free(e->relevance);
+    free(e->relevance_position);
+    memset(e, 0, sizeof *e);
+}
+
+// ---- rules -------------------------------------------------------------------------------------
+
+/* Whether m (and, for a container, everything in it) can be explained with rule kind k. */
+static bool module_supports(const strix_module *m, strix_lrp_kind k) {
+    if (!m->vt->relevance) return false;
+    return m->vt->supports_rule ? m->vt->supports_rule(m, k) : k == STRIX_LRP_EPSILON;
+}
+
+/* The innermost module under m that refuses rule kind k (m itself if none of its children do),
+ * or NULL if m supports it. */
+static strix_module *refusing_module(strix_module *m, strix_lrp_kind k) {
+    if (module_supports(m, k)) return NULL;
+    strix_module *c;
+    for (int i = 0; m->vt->child && (c = m->vt->child(m, i)) != NULL; i++) {
+        strix_module *inner = refusing_module(c, k);
+        if (inner) return inner;
+    }
+    return m;
+}
+
+/* Sets the rule of m and of every module inside it. */
+static void set_rule(strix_module *m, const strix_lrp_rule *rule) {
+    m->rule = *rule;
+    if (!m->vt->child) return;
+    strix_module *c;
+    for (int i = 0; (c = m->vt->child(m, i)) != NULL; i++) set_rule(c, rule);
+}
+
+/* The model's i-th top-level module in forward order: wte, the blocks, ln_f, lm_head; NULL
+ * past the last. */
+static strix_module *gpt_module(strix_gpt *g, int i) {
+    int L = g->cfg.n_layer;
+    if (i == 0) return &g->wte->base;
+    if (i <= L) return &g->h[i - 1]->base;
+    if (i == L + 1) return &g->ln_f->base;
+    return i == L + 2 ? &g->lm_head->base : NULL;
+}
+
+/* Arguments, rule and support, checked before anything runs. */
+static strix_status check_request(strix_gpt *g, const int32_t *ids, int n,
+                                  const strix_gpt_explain_config *cfg) {
+    int V = g->cfg.vocab_size;
+    if (!ids || n <= 0)
+        return strix_error(STRIX_ERR_ARG, "gpt explain: needs at least one id (got %d)", n);
+    int T = n < g->cfg.block_size ? n : g->cfg.block_size;
+    for (int i = n - T; i < n; i++)
+        if (ids[i] < 0 || ids[i] >= V)
+            return strix_error(STRIX_ERR_ARG, "gpt explain: id %d at %d outside [0, %d)", ids[i],
+                               i, V);
+    if (cfg->target < -1 || cfg->target >= V)
+        return strix_error(STRIX_ERR_ARG, "gpt explain: target %d outside [0, %d)", cfg->target,
+                           V);
+    if (cfg->contrast < -1 || cfg->contrast >= V)
+        return strix_error(STRIX_ERR_ARG, "gpt explain: contrast %d outside [0, %d)",
+                           cfg->contrast, V);
+    if (cfg->contrast >= 0 && cfg->contrast == cfg->target)
+        return strix_error(STRIX_ERR_ARG, "gpt explain: contrast equals the target (%d)",
+                           cfg->target);
+    STRIX_TRY(lrp_rule_check(&cfg->rule, "gpt explain"));
+    strix_module *m;
+    for (int i = 0; (m = gpt_module(g, i)) != NULL; i++) {
+        strix_module *bad = refusing_module(m, cfg->rule.kind);
+        if (!bad) continue;
+        int L = g->cfg.n_layer;
+        char where[48];
+        if (i >= 1 && i <= L) snprintf(where, sizeof where, "transformer.h.%d", i - 1);
+        else snprintf(where, sizeof where, "%s", i == 0 ? "transformer.wte"
+                                               : i == L + 1 ? "transformer.ln_f" : "lm_head");
+        return strix_error(STRIX_ERR_UNSUPPORTED, "gpt explain: a %s in %s does not implement "
+                           "the %s rule", bad->vt->type, where, lrp_kind_name(cfg->rule.kind));
+    }
+    return STRIX_OK;
+}
+
+// ---- the explanation ---------------------------------------------------------------------------
+
+/* Fills the prediction fields from the last position's logits (host, V) and returns the seed row
+ * (host, V): the target's logit (or 1), minus the contrast's logit (or −1). */
+static void predict_and_seed(const float *logits, int V, const strix_gpt_explain_config *cfg,
+                             strix_gpt_explanation *out, float *seed) {
+    int32_t best = 0;
+    for (int v = 1; v < V; v++)
+        if (logits[v] > logits[best]) best = v;
+    double total = 0.0;
+    for (int v = 0; v < V; v++) total += exp((double)logits[v] - (double)logits[best]);
+    int32_t target = cfg->target >= 0 ? cfg->target : best;
+    out->predicted = best;
+    out->predicted_prob = (float)(1.0 / total);
+    out->target = target;
+    out->target_logit = logits[target];
+    out->target_prob = (float)(exp((double)logits[target] - (double)logits[best]) / total);
+    memset(seed, 0, (size_t)V * sizeof(float));
+    seed[target] = cfg->one_hot_seed ? 1.0f : logits[target];
+    if (cfg->contrast >= 0)
+        seed[cfg->contrast] = cfg->one_hot_seed ? -1.0f : -logits[cfg->contrast];
+    out->relevance_out_sum = (double)seed[target] + (cfg->contrast >= 0 ? seed[cfg->contrast] : 0);
+}
+
+/* Relevance of x0 (1,T,C) -> per-position sums of the token (and position) shares. */
+static strix_status embedding_relevance(strix_gpt *g, const strix_tensor *r, int T, float eps,
+                                        strix_gpt_explanation *out) {
+    strix_backend *be = g->be;
+    size_t C = (size_t)g->cfg.d_model, n = (size_t)T * C;
+    float *host = malloc(2 * n * sizeof(float));
+    out->relevance = calloc((size_t)T, sizeof(float));
+    if (g->wpe) out->relevance_position = calloc((size_t)T, sizeof(float));
+    if (!host || !out->relevance || (g->wpe && !out->relevance_position)) {
+        free(host);
+        return strix_error(STRIX_ERR_ALLOC, "gpt explain: out of memory");
+    }
+    strix_status s = STRIX_OK;
+    if (g->wpe) {
+        // x0 = tok + pos: the forward summed in place, so gather the token rows again
+        float *tok = NULL, *r_tok = NULL;
+        s = strix_alloc(be, 2 * n * sizeof(float), (void **)&tok);
+        if (s == STRIX_OK) {
+            r_tok = tok + n;
+            s = strix_gather_rows(be, g->wte->weight->data, g->ids, tok, (size_t)T, C);
+        }
+        // r_tok into tok's second half, r_pos over tok (elementwise: aliasing a is allowed)
+        if (s == STRIX_OK)
+            s = strix_lrp_residual_split(be, tok, g->wpe->data, r->data, r_tok, tok, n, eps);
+        if (s == STRIX_OK) s = strix_copy(be, host, r_tok, n * sizeof(float), STRIX_COPY_D2H);
+        if (s == STRIX_OK) s = strix_copy(be, host + n, tok, n * sizeof(float), STRIX_COPY_D2H);
+        strix_free(be, tok);
+    } else {
+        s = strix_copy(be, host, r->data, n * sizeof(float), STRIX_COPY_D2H);
+    }
+    double in_sum = 0.0;
+    for (int t = 0; t < T && s == STRIX_OK; t++) {
+        double tok_sum = 0.0, pos_sum = 0.0;
+        for (size_t d = 0; d < C; d++) {
+            tok_sum += host[(size_t)t * C + d];
+            if (g->wpe) pos_sum += host[n + (size_t)t * C + d];
+        }
+        out->relevance[t] = (float)tok_sum;
+        if (g->wpe) out->relevance_position[t] = (float)pos_sum;
+        in_sum += tok_sum + pos_sum;
+    }
+    out->relevance_in_sum = in_sum;
+    free(host);
+    return s;
+}
+
+/* The walk itself; `out` holds the prediction fields on entry. */
+static strix_status explain_run(strix_gpt *g, const int32_t *ids, int T,
+                                const strix_gpt_explain_config *cfg, strix_gpt_explanation *out) {
+    strix_backend *be = g->be;
+    int V = g->cfg.vocab_size;
+    STRIX_TRY(strix_gpt_forward(g, ids, NULL, 1, T, NULL));
+    float *host = malloc((size_t)V * 2 * sizeof(float));
+    if (!host) return strix_error(STRIX_ERR_ALLOC, "gpt explain: out of memory");
+    float *logits = host, *seed = host + V;
+    const float *dev_logits = g->lm_head->out.data + (size_t)(T - 1) * (size_t)V;
+    strix_status s = strix_copy(be, logits, dev_logits, (size_t)V * sizeof(float),
+                                STRIX_COPY_D2H);
+    for (int v = 0; v < V && s == STRIX_OK; v++)
+        if (!isfinite(logits[v]))
+            s = strix_error(STRIX_ERR_NUMERIC, "gpt explain: logit %d is %g", v, (double)logits[v]);
+    if (s == STRIX_OK) predict_and_seed(logits, V, cfg, out, seed);
+    // the seed (1,T,V): zero except the last position's row
+    strix_tensor r0 = {0};
+    if (s == STRIX_OK) s = strix_tensor_new(be, 3, g->lm_head->out.shape, &r0);
+    if (s == STRIX_OK) s = strix_fill(be, r0.data, 0.0f, (size_t)T * (size_t)V);
+    if (s == STRIX_OK)
+        s = strix_copy(be, r0.data + (size_t)(T - 1) * (size_t)V, seed, (size_t)V * sizeof(float),
+                       STRIX_COPY_H2D);
+    free(host);
+    const strix_tensor *r = &r0;
+    if (s == STRIX_OK) s = g->lm_head->base.vt->relevance(&g->lm_head->base, r, &r);
+    // ln_f's input is the last block's output (LayerNorm keeps only xhat and the std)
+    const strix_tensor *x_f = &g->h[g->cfg.n_layer - 1]->out;
+    if (s == STRIX_OK) s = strix_layernorm_relevance(g->ln_f, x_f, r, &r);
+    out->softmax_gap = 0.0;
+    for (int l = g->cfg.n_layer - 1; l >= 0 && s == STRIX_OK; l--) {
+        s = strix_block_relevance(g->h[l], r, &r);
+        out->softmax_gap += g->h[l]->attn->lrp_softmax_gap;
+    }
+    if (s == STRIX_OK) s = embedding_relevance(g, r, T, cfg->rule.epsilon, out);
+    strix_tensor_free(&r0);
+    return s;
+}
+
+strix_status strix_gpt_explain(strix_gpt *g, const int32_t *ids, int n,
+                               const strix_gpt_explain_config *cfg, strix_gpt_explanation *out) {
+    memset(out, 0, sizeof *out);
+    strix_gpt_explain_config defaults = strix_gpt_explain_defaults();
+    if (!cfg) cfg = &defaults;
+    STRIX_TRY(check_request(g, ids, n, cfg));
+    int T = n < g->cfg.block_size ? n : g->cfg.block_size;
+    strix_module *m;
+    for (int i = 0; (m = gpt_module(g, i)) != NULL; i++) set_rule(m, &cfg->rule);
+    out->T = T;
+    strix_status s = explain_run(g, ids + (n - T), T, cfg, out);
+    if (s != STRIX_OK) strix_gpt_explanation_free(out);
+    return s;
+}
