@@ -1,7 +1,7 @@
 /*
  * strix.h - the whole public API of strix in one include. Each part has its own header under
- * strix/ (core, tensor, backend and its ops/, params, nn, layers, loss, optim, state_dict, gpt,
- * sample, data, checkpoint); include only what you use if you prefer. examples/tiny_gpt.c and
+ * strix/ (core, tensor, backend and its ops/, params, nn, layers, loss, optim, state_dict, lrp,
+ * attribution, gpt, sample, data, checkpoint); include only what you use if you prefer. examples/tiny_gpt.c and
  * examples/digits.c are complete, commented programs.
  */
 #ifndef STRIX_H
@@ -20,5 +20,7 @@
 #include "strix/data.h"
 #include "strix/checkpoint.h"
 #include "strix/state_dict.h"
+#include "strix/lrp.h"
+#include "strix/attribution.h"
 
 #endif
