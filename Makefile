@@ -1,4 +1,5 @@
-# Front door. `make run` trains a small GPT and samples from it; `make test` runs the suite.
+# Front door. `make run` trains a small GPT, samples from it and explains one of its predictions
+# (explain.svg); `make test` runs the suite.
 # Everything is built by CMake in build/ (build-asan/ for the sanitizer run).
 BUILD      ?= build
 JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
@@ -6,6 +7,7 @@ CMAKE_ARGS ?=
 MODEL      ?= model.safetensors
 RUN_STEPS  ?= 5000
 RUN_TIME   ?= 120
+EXPLAIN_PROMPT ?= The Bionic Dog drinks too much and kicks over the Nat
 
 .PHONY: all build run test test-asan bench clean
 
@@ -18,6 +20,7 @@ build:
 run: build
 	./$(BUILD)/strix train --steps $(RUN_STEPS) --time $(RUN_TIME) --out $(MODEL)
 	./$(BUILD)/strix sample --model $(MODEL) --tokens 400
+	./$(BUILD)/strix explain --model $(MODEL) --prompt '$(EXPLAIN_PROMPT)' --svg explain.svg
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
@@ -30,6 +33,7 @@ test-asan:
 bench: build
 	bash bench/gpt_train.sh
 	bash bench/zoo_train.sh
+	OMP_WAIT_POLICY=passive ./$(BUILD)/bench_explain
 
 clean:
 	rm -rf $(BUILD) build-asan

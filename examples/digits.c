@@ -21,28 +21,55 @@
  * It prints each epoch's mean training loss, each model's test accuracy, and a checksum (FNV-1a 64
  * of the trained parameter blocks, buffers included): same seed and backend => same checksum,
  * whatever the thread count. Exit status: 0; 1 if the MLP's test accuracy is below 0.95 or the
- * CNN's below 0.97 (unless --no-gate); 2 for bad options, data or a failing call.
+ * CNN's below 0.97 (unless --no-gate) or the --deletion check fails; 2 for bad options, data or
+ * a failing call.
+ *
+ * Explaining the CNN (LRP, strix/lrp.h) after training:
+ *   --explain DIR  relevance of every pixel of the first 16 test digits for the predicted class,
+ *                  with the Zennit composite of --composite (epsilon-plus, the default: z-plus on
+ *                  both convs, epsilon 1e-6 on the Linear, BatchNorm folded into its conv; or
+ *                  epsilon-gamma-box: z-box with the pixel bounds [0, 1] on the first conv,
+ *                  gamma 0.25 on the second), written as SVG heatmaps: DIR/digits_lrp.svg (a
+ *                  4x4 grid) and DIR/digit_00.svg ... digit_15.svg. epsilon-plus gives positive
+ *                  maps shaped like the strokes and the larger drop in the deletion check;
+ *                  epsilon-gamma-box also marks evidence against the class (blue), spread wider.
+ *   --deletion     a sanity check of the explanations (Samek et al. 2017, "pixel flipping"):
+ *                  for every test digit, set its k most relevant pixels to 0 (k = 0..10) and
+ *                  record the logit of the predicted class; the same with k random pixels.
+ *                  Prints both mean curves and their areas (trapezoid over k); exits 1 unless
+ *                  the relevance-ordered deletion lowers the logit more than random at k = 10.
  *
  * Usage (from the repository root):
  *   ./build/digits [--data PATH] [--epochs N] [--seed S] [--model mlp|cnn|both]
  *                  [--backend cpu|cpu-blas] [--threads N] [--save PATH] [--no-gate]
+ *                  [--explain DIR] [--deletion] [--composite epsilon-plus|epsilon-gamma-box]
  * --epochs sets both models' epochs; --save writes the trained CNN's state dict (safetensors,
  * PyTorch names "0.weight" ... "9.bias"), which digits_torch.py --load-cnn evaluates in PyTorch.
  */
+#define _POSIX_C_SOURCE 200809L // mkdir, clock_gettime
+
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "strix.h"
 #include "strix/layers.h"
 #include "strix/loss.h"
+#include "strix/lrp.h"
 #include "strix/state_dict.h"
+
+// The colour map and SVG writer of the strix command's pictures (header-only, stdio).
+#include "../tools/strix/explain/heatmap.h"
 
 #define SPLIT_SEED 1337
 #define PIXELS 64
 #define CLASSES 10
 #define BATCH 32
+#define EXPLAINED 16   /* test digits drawn by --explain */
+#define DELETE_MAX 10  /* pixels deleted by --deletion */
 
 // Every strix call returns a status; on failure the message is in strix_last_error(). CHECK
 // returns it to the caller, which reports it once (run_model, main).
@@ -289,10 +316,174 @@ static strix_status checksum(const strix_params *ps, uint64_t *h) {
     return s;
 }
 
-/* Trains model `kind` for `epochs` epochs and evaluates it; *acc gets the test accuracy. */
+// ---- explanations (LRP) ------------------------------------------------------------------------
+
+/* What to do with the trained CNN after its evaluation (--explain, --deletion). */
+typedef struct explain_opts {
+    const char *dir;                     /* --explain DIR, or NULL */
+    bool deletion;                       /* --deletion */
+    strix_lrp_composite_kind composite;  /* EPSILON_PLUS or EPSILON_GAMMA_BOX */
+    const char *composite_name;
+    uint64_t seed;                       /* the random deletion order derives from it */
+    bool deletion_failed;                /* set when the deletion check fails */
+} explain_opts;
+
+/* logits (n, 10), host = CNN(host_x (n, 64) as (n, 1, 8, 8)) in eval mode. */
+static strix_status forward_host(model *md, batch_buf *bb, const float *host_x, int n,
+                                 float *logits) {
+    int64_t shape2[2] = {n, PIXELS}, shape4[4] = {n, 1, 8, 8};
+    CHECK(strix_tensor_ensure(bb->be, &bb->x, 2, shape2));
+    CHECK(strix_copy(bb->be, bb->x.data, host_x, sizeof(float) * PIXELS * (size_t)n,
+                     STRIX_COPY_H2D));
+    strix_tensor x = strix_tensor_view(bb->x.data, bb->x.device, 4, shape4);
+    const strix_tensor *out;
+    strix_module_set_training(&md->net->base, false);
+    strix_status s = strix_module_forward(&md->net->base, &x, &out);
+    if (s == STRIX_OK)
+        s = strix_copy(md->ps.be, logits, out->data, sizeof(float) * CLASSES * (size_t)n,
+                       STRIX_COPY_D2H);
+    strix_module_set_training(&md->net->base, true);
+    return s;
+}
+
+/* Writes n digits beside their relevance maps to `path` (cols pairs per row). */
+static strix_status write_svg(const char *path, const heatmap_item *items, int n, int cols,
+                              const char *title) {
+    FILE *f = fopen(path, "w");
+    if (!f) return strix_error(STRIX_ERR_IO, "cannot write %s: %s", path, strerror(errno));
+    int bad = heatmap_svg_write(f, items, n, 8, 8, 1.0f, cols, 14, title);
+    bad |= fclose(f) != 0;
+    return bad ? strix_error(STRIX_ERR_IO, "cannot write %s", path) : STRIX_OK;
+}
+
+/* The first EXPLAINED test digits and their relevance: DIR/digits_lrp.svg (a 4x4 grid) and
+ * DIR/digit_NN.svg (one each). */
+static strix_status write_heatmaps(const explain_opts *o, const dataset *d, const int *test,
+                                   int n_test, const strix_lrp_explanation *ex) {
+    if (mkdir(o->dir, 0777) != 0 && errno != EEXIST)
+        return strix_error(STRIX_ERR_IO, "cannot create %s: %s", o->dir, strerror(errno));
+    int n = n_test < EXPLAINED ? n_test : EXPLAINED;
+    heatmap_item items[EXPLAINED] = {{0}};
+    char captions[EXPLAINED][64], path[4096], title[128];
+    for (int k = 0; k < n; k++) {
+        int label = d->y[test[k]], pred = ex->predicted[k];
+        snprintf(captions[k], sizeof captions[k], "#%d: label %d, predicted %d%s", k, label, pred,
+                 label == pred ? "" : " (wrong)");
+        items[k] = (heatmap_item){d->x + (size_t)test[k] * PIXELS,
+                                  ex->relevance + (size_t)k * PIXELS, captions[k]};
+    }
+    snprintf(title, sizeof title, "digits CNN, LRP %s: pixels | relevance for the predicted class",
+             o->composite_name);
+    snprintf(path, sizeof path, "%s/digits_lrp.svg", o->dir);
+    CHECK(write_svg(path, items, n, 4, title));
+    for (int k = 0; k < n; k++) {
+        snprintf(path, sizeof path, "%s/digit_%02d.svg", o->dir, k);
+        snprintf(title, sizeof title, "test digit %d, LRP %s", k, o->composite_name);
+        CHECK(write_svg(path, &items[k], 1, 1, title));
+    }
+    printf("cnn: heatmaps of %d test digits written to %s/digits_lrp.svg and %s/digit_NN.svg\n",
+           n, o->dir, o->dir);
+    return STRIX_OK;
+}
+
+/* Pixel flipping: the mean logit of each digit's predicted class after setting its k most
+ * relevant (curve 0) or k random (curve 1) pixels to 0, k = 0..DELETE_MAX. */
+static strix_status deletion_check(model *md, batch_buf *bb, const dataset *d, const int *test,
+                                   int n, const strix_lrp_explanation *ex, explain_opts *o) {
+    size_t np = (size_t)n * PIXELS;
+    float *xs[2] = {malloc(sizeof(float) * np), malloc(sizeof(float) * np)};
+    int *orders[2] = {malloc(sizeof(int) * np), malloc(sizeof(int) * np)};
+    float *logits = malloc(sizeof(float) * CLASSES * (size_t)n);
+    strix_status s = xs[0] && xs[1] && orders[0] && orders[1] && logits
+                         ? STRIX_OK
+                         : strix_error(STRIX_ERR_ALLOC, "deletion buffers");
+    double curve[2][DELETE_MAX + 1];
+    strix_rng rng;
+    strix_rng_seed(&rng, strix_seed_derive(o->seed, 7));
+    for (int i = 0; s == STRIX_OK && i < n; i++) {
+        const float *r = ex->relevance + (size_t)i * PIXELS;
+        int *rel = orders[0] + (size_t)i * PIXELS, *rnd = orders[1] + (size_t)i * PIXELS;
+        // insertion sort by descending relevance; ties keep the lower pixel index first
+        for (int p = 0; p < PIXELS; p++) {
+            int q = p;
+            while (q > 0 && r[rel[q - 1]] < r[p]) {
+                rel[q] = rel[q - 1];
+                q--;
+            }
+            rel[q] = p;
+            rnd[p] = p;
+        }
+        shuffle(rnd, PIXELS, &rng);
+        for (int c = 0; c < 2; c++)
+            memcpy(xs[c] + (size_t)i * PIXELS, d->x + (size_t)test[i] * PIXELS,
+                   sizeof(float) * PIXELS);
+    }
+    for (int k = 0; s == STRIX_OK && k <= DELETE_MAX; k++) {
+        for (int c = 0; s == STRIX_OK && c < 2; c++) {
+            if (k > 0)
+                for (int i = 0; i < n; i++)
+                    xs[c][(size_t)i * PIXELS + (size_t)orders[c][(size_t)i * PIXELS + k - 1]] = 0;
+            s = forward_host(md, bb, xs[c], n, logits);
+            double sum = 0.0;
+            for (int i = 0; i < n; i++) sum += logits[(size_t)i * CLASSES + ex->predicted[i]];
+            curve[c][k] = sum / n;
+        }
+    }
+    if (s == STRIX_OK) {
+        printf("cnn: deletion of pixels (set to 0) over %d test digits: mean logit of the "
+               "predicted class\n   k   most relevant first   random\n", n);
+        double area[2] = {0.0, 0.0};
+        for (int k = 0; k <= DELETE_MAX; k++) {
+            printf("  %2d   %19.4f   %6.4f\n", k, curve[0][k], curve[1][k]);
+            for (int c = 0; c < 2 && k > 0; c++) area[c] += 0.5 * (curve[c][k - 1] + curve[c][k]);
+        }
+        printf("cnn: deletion curve areas (trapezoid, k = 0..%d; lower = more faithful): "
+               "relevance %.4f, random %.4f\n", DELETE_MAX, area[0], area[1]);
+        o->deletion_failed = !(curve[0][DELETE_MAX] < curve[1][DELETE_MAX]);
+        if (o->deletion_failed)
+            fprintf(stderr, "digits: deleting the %d most relevant pixels lowered the logit less "
+                            "than deleting %d random ones (%.4f vs %.4f)\n", DELETE_MAX,
+                    DELETE_MAX, curve[0][DELETE_MAX], curve[1][DELETE_MAX]);
+    }
+    for (int c = 0; c < 2; c++) {
+        free(xs[c]);
+        free(orders[c]);
+    }
+    free(logits);
+    return s;
+}
+
+/* LRP of the trained CNN over the test set with the composite of `o`, then --explain and
+ * --deletion. */
+static strix_status explain_cnn(model *md, batch_buf *bb, const dataset *d, const int *test,
+                                int n_test, explain_opts *o) {
+    // z-box bounds: the pixels lie in [0, 1]; gamma 0.25 and epsilon 1e-6 as Zennit's defaults
+    strix_lrp_rule rule = o->composite == STRIX_COMPOSITE_EPSILON_GAMMA_BOX
+                              ? strix_lrp_zbox(0.0f, 1.0f)
+                              : strix_lrp_epsilon(1e-6f);
+    rule.epsilon = 1e-6f;
+    rule.gamma = 0.25f;
+    strix_lrp_composite comp = {.kind = o->composite, .rule = rule};
+    CHECK(strix_lrp_assign(&md->net->base, &comp));
+    strix_tensor x;
+    CHECK(upload(bb, d, test, n_test, MODEL_CNN, &x));
+    strix_lrp_explanation ex = {0};
+    CHECK(strix_lrp_explain(&md->net->base, &x, NULL, &ex));
+    printf("cnn: LRP (%s) of %d test digits, relevance of the predicted logits: output sum "
+           "%.4f, input sum %.4f\n", o->composite_name, n_test, ex.relevance_out_sum,
+           ex.relevance_in_sum);
+    strix_status s = o->dir ? write_heatmaps(o, d, test, n_test, &ex) : STRIX_OK;
+    if (s == STRIX_OK && o->deletion) s = deletion_check(md, bb, d, test, n_test, &ex, o);
+    strix_lrp_explanation_free(&ex);
+    return s;
+}
+
+/* Trains model `kind` for `epochs` epochs and evaluates it; *acc gets the test accuracy. With
+ * `xo` (CNN only), explains the trained model afterwards. */
 static strix_status run_model(strix_backend *be, model_kind kind, uint64_t seed, int epochs,
                               const dataset *d, const int *train, int n_train, const int *test,
-                              int n_test, const char *save, double *acc, uint64_t *hash) {
+                              int n_test, const char *save, explain_opts *xo, double *acc,
+                              uint64_t *hash) {
     const char *label = kind == MODEL_MLP ? "mlp" : "cnn";
     double t0 = now_s();
     model md = {0};
@@ -348,6 +539,8 @@ static strix_status run_model(strix_backend *be, model_kind kind, uint64_t seed,
         s = strix_state_dict_save(&md.ps, save);
         if (s == STRIX_OK) printf("%s: state dict written to %s\n", label, save);
     }
+    if (s == STRIX_OK && xo && (xo->dir || xo->deletion))
+        s = explain_cnn(&md, &bb, d, test, n_test, xo);
     if (s != STRIX_OK) fprintf(stderr, "digits: %s: %s\n", label, strix_last_error());
     free(order);
     free(rows);
@@ -367,20 +560,23 @@ static strix_status run_model(strix_backend *be, model_kind kind, uint64_t seed,
 static int usage(const char *msg) {
     fprintf(stderr, "digits: %s\nusage: digits [--data PATH] [--epochs N] [--seed S] "
             "[--model mlp|cnn|both] [--backend cpu|cpu-blas] [--threads N] [--save PATH] "
-            "[--no-gate]\n", msg);
+            "[--no-gate] [--explain DIR] [--deletion] "
+            "[--composite epsilon-plus|epsilon-gamma-box]\n", msg);
     return 2;
 }
 
 int main(int argc, char **argv) {
     const char *data = "../shared/data/digits.csv", *backend = "cpu", *which = "both";
-    const char *save = NULL;
+    const char *save = NULL, *composite = "epsilon-plus";
     int epochs = 0, threads = 0;
     unsigned long long seed = 0;
     bool gate = true;
+    explain_opts xo = {0};
     for (int i = 1; i < argc; i++) {
         const char *k = argv[i];
-        if (!strcmp(k, "--no-gate")) {
-            gate = false;
+        if (!strcmp(k, "--no-gate") || !strcmp(k, "--deletion")) {
+            if (!strcmp(k, "--no-gate")) gate = false;
+            else xo.deletion = true;
             continue;
         }
         if (i + 1 >= argc) return usage("missing value or unknown flag");
@@ -390,6 +586,8 @@ int main(int argc, char **argv) {
         else if (!strcmp(k, "--backend")) backend = v;
         else if (!strcmp(k, "--model")) which = v;
         else if (!strcmp(k, "--save")) save = v;
+        else if (!strcmp(k, "--explain")) xo.dir = v;
+        else if (!strcmp(k, "--composite")) composite = v;
         else if (!strcmp(k, "--epochs")) epochs = (int)strtol(v, &end, 10);
         else if (!strcmp(k, "--threads")) threads = (int)strtol(v, &end, 10);
         else if (!strcmp(k, "--seed")) seed = strtoull(v, &end, 10);
@@ -401,6 +599,17 @@ int main(int argc, char **argv) {
     if (!run_mlp && !run_cnn) return usage("--model takes mlp, cnn or both");
     if (epochs < 0 || threads < 0) return usage("--epochs and --threads take counts >= 0");
     if (save && !run_cnn) return usage("--save writes the CNN: use --model cnn or both");
+    if ((xo.dir || xo.deletion) && !run_cnn)
+        return usage("--explain and --deletion explain the CNN: use --model cnn or both");
+    if (xo.dir && !xo.dir[0]) return usage("--explain needs a directory");
+    if (!strcmp(composite, "epsilon-gamma-box"))
+        xo.composite = STRIX_COMPOSITE_EPSILON_GAMMA_BOX;
+    else if (!strcmp(composite, "epsilon-plus"))
+        xo.composite = STRIX_COMPOSITE_EPSILON_PLUS;
+    else
+        return usage("--composite takes epsilon-plus or epsilon-gamma-box");
+    xo.composite_name = composite;
+    xo.seed = seed;
     if (threads > 0) strix_set_num_threads(threads);
 
     dataset d = {0};
@@ -425,11 +634,11 @@ int main(int argc, char **argv) {
     uint64_t hash = STRIX_FNV1A_INIT;
     if (rc == 0 && run_mlp &&
         run_model(be, MODEL_MLP, seed, epochs ? epochs : 30, &d, perm, n_train, perm + n_train,
-                  n_test, NULL, &acc_mlp, &hash) != STRIX_OK)
+                  n_test, NULL, NULL, &acc_mlp, &hash) != STRIX_OK)
         rc = 2;
     if (rc == 0 && run_cnn &&
         run_model(be, MODEL_CNN, seed, epochs ? epochs : 20, &d, perm, n_train, perm + n_train,
-                  n_test, save, &acc_cnn, &hash) != STRIX_OK)
+                  n_test, save, &xo, &acc_cnn, &hash) != STRIX_OK)
         rc = 2;
     if (rc == 0) {
         printf("checksum %016llx\n", (unsigned long long)hash);
@@ -441,6 +650,7 @@ int main(int argc, char **argv) {
             fprintf(stderr, "digits: CNN test accuracy %.4f is below 0.97\n", acc_cnn);
             rc = 1;
         }
+        if (xo.deletion_failed) rc = 1; // the message was printed by deletion_check
     }
     strix_backend_free(be);
     free(perm);

@@ -1,7 +1,8 @@
 /*
  * main.c - the strix command: dispatch to the subcommands, --help and --version.
  *
- * Does not train or sample itself (train.c, sample.c) and loads nothing on its own.
+ * Does not train, sample or explain itself (train.c, sample.c, explain.c) and loads nothing on its
+ * own.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -27,19 +28,23 @@ double tool_now(void) {
 
 static void print_help(FILE *out) {
     fprintf(out,
-            "strix - train and sample a small character-level GPT (C11, CPU backends)\n"
+            "strix - train, sample and explain a small character-level GPT (C11, CPU backends)\n"
             "\n"
             "Usage:\n"
             "  strix train  [--data PATH] [--out model.safetensors] [flags]   train a model\n"
             "  strix sample --model CKPT [--prompt TEXT] [flags]              generate text\n"
+            "  strix explain --model CKPT --prompt TEXT [flags]               "
+            "explain a prediction\n"
             "  strix --help | --version\n"
             "\n"
-            "  strix train --help and strix sample --help list every flag with its default.\n"
+            "  strix train --help, strix sample --help and strix explain --help list every flag\n"
+            "  with its default.\n"
             "\n"
             "Examples:\n"
             "  strix train --data ../shared/data/tinyshakespeare.txt --time 120\n"
             "  strix train --resume model.safetensors        (continue an interrupted run)\n"
             "  strix sample --model model.safetensors --prompt 'ROMEO:' --tokens 300\n"
+            "  strix explain --model model.safetensors --prompt 'ROMEO: Good morr' --svg r.svg\n"
             "\n"
             "Checkpoints are safetensors files with the weights, the AdamW state, the vocabulary\n"
             "and the whole run configuration; nothing is ever loaded unless named.\n");
@@ -55,7 +60,8 @@ int main(int argc, char **argv) {
                 strcmp(cmd, "help") == 0 || strcmp(cmd, "--version") == 0;
     if (info && argc > 2) {
         fprintf(stderr, "strix: %s takes no arguments (got '%s'); for a command's flags use "
-                        "strix train --help or strix sample --help\n", cmd, argv[2]);
+                        "strix train --help, strix sample --help or strix explain --help\n",
+                cmd, argv[2]);
         return 2;
     }
     if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
@@ -72,7 +78,8 @@ int main(int argc, char **argv) {
     }
     if (strcmp(cmd, "train") == 0) return cmd_train(argc, argv);
     if (strcmp(cmd, "sample") == 0) return cmd_sample(argc, argv);
-    fprintf(stderr, "strix: unknown command '%s' (commands: train, sample; see strix --help)\n",
-            cmd);
+    if (strcmp(cmd, "explain") == 0) return cmd_explain(argc, argv);
+    fprintf(stderr, "strix: unknown command '%s' (commands: train, sample, explain; see strix "
+                    "--help)\n", cmd);
     return 2;
 }
