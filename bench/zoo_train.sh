@@ -4,7 +4,8 @@
 # backward, AdamW (bench/bench_zoo.c, bench/torch_zoo.py), 2 threads. Rounds alternate strix
 # (cpu, cpu-blas) and PyTorch (each Python at OpenBLAS's default and at OPENBLAS_NUM_THREADS=1);
 # the summary quotes medians of the per-round medians and the time ratio strix/PyTorch (> 1: strix
-# is slower).
+# is slower). Every run keeps its own OpenMP wait policy (the default: spinning, fastest on an idle
+# machine); set OMP_WAIT_POLICY for all of them from outside if you like.
 # Usage: bench/zoo_train.sh [ROUNDS]   (env: BUILD=build, STEPS=40, TORCH_PYTHONS="...")
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -12,8 +13,7 @@ BUILD=${BUILD:-build}
 ROUNDS=${1:-3}
 STEPS=${STEPS:-40}
 # Every Python with torch we can find: Debian's python3-torch and any venv named in TORCH_PYTHONS.
-PYTHONS=${TORCH_PYTHONS:-"/usr/bin/python3 /work/venv-torch/bin/python"}
-export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
+PYTHONS=${TORCH_PYTHONS:-"/usr/bin/python3 python3"}
 
 [ -x "$BUILD/bench_zoo" ] || { echo "build first: make build" >&2; exit 1; }
 declare -a torch_cmds=()
