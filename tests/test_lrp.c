@@ -599,6 +599,9 @@ static void test_rule_checks(void **state) {
     float xh[8];
     tl_fill_uniform(xh, 8, 62, -1.0f, 1.0f);
     strix_tensor x = tensor_from_host(be, 2, (int64_t[]){2, 4}, xh);
+    // never assigned: refused (a fresh module's all-zero rule would be epsilon 0)
+    assert_int_equal(strix_lrp_explain(&s->base, &x, NULL, &e), STRIX_ERR_ARG);
+    assert_non_null(strstr(strix_last_error(), "strix_lrp_assign"));
     OK(strix_lrp_assign(&s->base, &eps));
     OK(strix_lrp_explain(&s->base, &x, NULL, &e));
     assert_true(fabs(e.relevance_in_sum - e.relevance_out_sum) <= 1e-4 * fabs(e.relevance_out_sum));

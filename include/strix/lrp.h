@@ -88,12 +88,12 @@ STRIX_API strix_lrp_composite strix_lrp_composite_custom(
 
 /* Walks the model's modules in forward order (through the `child` slot), sets each module's rule
  * from the composite and checks that the module has a relevance slot and supports the rule
- * (STRIX_ERR_UNSUPPORTED naming the module and rule; also a std-detached LayerNorm that is the
- * root or a child of Sequential/Residual, which call its vtable slot) and that the rule is valid
+ * (STRIX_ERR_UNSUPPORTED naming the module and rule) and that the rule is valid
  * (STRIX_ERR_ARG: alpha − beta != 1, negative alpha/beta/eps/gamma, low > high, a non-finite
  * value). Nothing is changed when it fails. STRIX_ERR_ALLOC. */
 STRIX_API strix_status strix_lrp_assign(strix_module *model, const strix_lrp_composite *c);
-/* The same checks on the rules the modules hold now (strix_lrp_explain runs it first). */
+/* The same checks on the rules the modules hold now (strix_lrp_explain runs it first); a module
+ * whose rule was never assigned (all zero, as built) is STRIX_ERR_ARG. */
 STRIX_API strix_status strix_lrp_check(strix_module *model);
 
 // ---- targets and the explainer -----------------------------------------------------------------
@@ -138,7 +138,8 @@ typedef struct strix_lrp_explanation {
  * activations (a later backward needs a new forward). Errors (out is then zeroed): those of
  * strix_lrp_check before anything runs, STRIX_ERR_SHAPE if the output is not (batch, classes),
  * STRIX_ERR_ARG for a class out of range or a contrast equal to a seeded class,
- * STRIX_ERR_NUMERIC for a non-finite seeded logit, STRIX_ERR_ALLOC, backend errors. */
+ * STRIX_ERR_NUMERIC for a non-finite seeded logit or input relevance, STRIX_ERR_ALLOC, backend
+ * errors. */
 STRIX_API strix_status strix_lrp_explain(strix_module *model, const strix_tensor *x,
                                          const strix_lrp_target *target,
                                          strix_lrp_explanation *out);

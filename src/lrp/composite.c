@@ -86,9 +86,8 @@ static bool is_type(const strix_module *m, const char *type) {
     return strcmp(m->vt->type, type) == 0;
 }
 
-/* Whether module m (walk position i, child of parent) can run `rule`. */
-static strix_status check_one(strix_module *m, strix_module *parent, int i,
-                              const strix_lrp_rule *rule) {
+/* Whether module m (walk position i) has a relevance slot that implements rule's kind. */
+static strix_status check_support(strix_module *m, int i, const strix_lrp_rule *rule) {
     const char *type = m->vt->type;
     if (!m->vt->relevance)
         return strix_error(STRIX_ERR_UNSUPPORTED, "LRP: %s (module %d) has no relevance rule",
@@ -98,17 +97,38 @@ static strix_status check_one(strix_module *m, strix_module *parent, int i,
     if (!ok)
         return strix_error(STRIX_ERR_UNSUPPORTED, "LRP: %s (module %d) does not support the %s "
                            "rule", type, i, lrp_kind_name(rule->kind));
+    return STRIX_OK;
+}
+
+/* Whether `rule` of module m (walk position i) was assigned and is valid. */
+static strix_status check_rule(strix_module *m, int i, const strix_lrp_rule *rule) {
+    const char *type = m->vt->type;
+    static const strix_lrp_rule unassigned; /* what a freshly built module holds */
+    if (memcmp(rule, &unassigned, sizeof *rule) == 0)
+        return strix_error(STRIX_ERR_ARG, "LRP: %s (module %d) has no rule: call "
+                           "strix_lrp_assign first", type, i);
     char who[64];
     snprintf(who, sizeof who, "%s (module %d)", type, i);
     return lrp_rule_check(rule, who);
+}
+
+/* Whether module m (walk position i, child of parent) can run `rule`. */
+static strix_status check_one(strix_module *m, strix_module *parent, int i,
+                              const strix_lrp_rule *rule) {
+    (void)parent;
+    STRIX_TRY(check_support(m, i, rule));
+    return check_rule(m, i, rule);
 }
 
 strix_status strix_lrp_check(strix_module *model) {
     STRIX_ASSERT(model != NULL, "strix_lrp_check: NULL model");
     module_list l = {0};
     strix_status s = collect(model, NULL, &l, 0);
+    // every slot first (a module that cannot be explained at all), then every rule
     for (int i = 0; s == STRIX_OK && i < l.count; i++)
-        s = check_one(l.mods[i], l.parent[i], i, &l.mods[i]->rule);
+        s = check_support(l.mods[i], i, &l.mods[i]->rule);
+    for (int i = 0; s == STRIX_OK && i < l.count; i++)
+        s = check_rule(l.mods[i], i, &l.mods[i]->rule);
     list_free(&l);
     return s;
 }

@@ -165,6 +165,10 @@ static strix_status explain_run(strix_module *model, const strix_tensor *x,
     double total = 0.0;
     for (size_t i = 0; i < nx; i++) total += out->relevance[i];
     out->relevance_in_sum = total;
+    if (!isfinite(total))
+        return strix_error(STRIX_ERR_NUMERIC, "LRP: the input relevance is not finite (a rule "
+                           "with epsilon 0 met a zero pre-activation, or the model's output is "
+                           "not finite)");
     return STRIX_OK;
 }
 
