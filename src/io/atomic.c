@@ -58,13 +58,15 @@ strix_status strix_write_file_atomic(const char *path, const void *const *chunks
     /* O_EXCL: never write through a file (or link) that happens to carry the temp name. */
     int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL, 0644);
     if (fd < 0)
-        return strix_error(STRIX_ERR_IO, "cannot create '%s': %s", tmp, strerror(errno));
+        return strix_error(STRIX_ERR_IO, "cannot write '%s' (its temporary file '%s'): %s", path,
+                           tmp, strerror(errno));
     FILE *f = fdopen(fd, "wb");
     if (!f) {
         int err = errno;
         close(fd);
         remove(tmp);
-        return strix_error(STRIX_ERR_IO, "cannot open '%s': %s", tmp, strerror(err));
+        return strix_error(STRIX_ERR_IO, "cannot write '%s' (its temporary file '%s'): %s", path,
+                           tmp, strerror(err));
     }
     const char *step = NULL;
     int err = 0;
