@@ -93,7 +93,8 @@ typedef struct dataset {
 static int load_digits(const char *path, dataset *d) {
     FILE *f = fopen(path, "r");
     if (!f) {
-        fprintf(stderr, "digits: cannot open %s\n", path);
+        fprintf(stderr, "digits: cannot open %s: %s (run from the repository root, or pass "
+                "--data PATH)\n", path, strerror(errno));
         return 1;
     }
     int cap = 0, bad = 0, line_no = 0;
