@@ -48,3 +48,61 @@ if(STRIX_BUILD_TESTS)
                         "(or configure with -DSTRIX_BUILD_TESTS=OFF)")
   endif()
 endif()
+
+# GPU backends (src/backends/cuda/*.cu). STRIX_CUDA / STRIX_HIP: AUTO (on when the compiler is
+# found), ON (stop when it is not) or OFF. Nothing GPU-related changes in a build without them.
+#   CUDA: nvcc (PATH, CMAKE_CUDA_COMPILER or /usr/local/cuda/bin) + the toolkit's cudart/cuBLAS.
+#   HIP:  hipcc (Debian: hipcc + libamdhip64-dev) + libamdhip64; hipBLAS when found, else the GEMM
+#         slots use our own tiled kernel.
+set(STRIX_CUDA AUTO CACHE STRING "Build the CUDA backend: AUTO, ON or OFF")
+set_property(CACHE STRIX_CUDA PROPERTY STRINGS AUTO ON OFF)
+set(STRIX_HIP AUTO CACHE STRING "Build the HIP backend: AUTO, ON or OFF")
+set_property(CACHE STRIX_HIP PROPERTY STRINGS AUTO ON OFF)
+
+set(STRIX_HAVE_CUDA OFF)
+if(NOT STRIX_CUDA STREQUAL "OFF")
+  if(NOT CMAKE_CUDA_COMPILER AND NOT DEFINED ENV{CUDACXX} AND EXISTS /usr/local/cuda/bin/nvcc)
+    find_program(STRIX_NVCC nvcc)
+    if(NOT STRIX_NVCC)
+      set(CMAKE_CUDA_COMPILER /usr/local/cuda/bin/nvcc)
+    endif()
+  endif()
+  include(CheckLanguage)
+  check_language(CUDA)
+  if(CMAKE_CUDA_COMPILER)
+    set(STRIX_HAVE_CUDA ON)
+    message(STATUS "strix: CUDA backend on (${CMAKE_CUDA_COMPILER})")
+  elseif(STRIX_CUDA STREQUAL "ON")
+    message(FATAL_ERROR "strix: STRIX_CUDA=ON but nvcc was not found. Install the CUDA toolkit "
+                        "or pass -DCMAKE_CUDA_COMPILER=/path/to/nvcc")
+  else()
+    message(STATUS "strix: CUDA backend off (no nvcc)")
+  endif()
+endif()
+
+set(STRIX_HAVE_HIP OFF)
+if(NOT STRIX_HIP STREQUAL "OFF")
+  find_program(STRIX_HIPCC hipcc HINTS /opt/rocm/bin)
+  find_library(STRIX_AMDHIP64 amdhip64 HINTS /opt/rocm/lib)
+  find_library(STRIX_HIPBLAS hipblas HINTS /opt/rocm/lib)
+  find_path(STRIX_HIPBLAS_INCLUDE NAMES hipblas.h hipblas/hipblas.h HINTS /opt/rocm/include
+            PATH_SUFFIXES hipblas)
+  if(NOT STRIX_HIPBLAS_INCLUDE)
+    set(STRIX_HIPBLAS "") # the library without its header: build with our own SGEMM
+  endif()
+  if(STRIX_HIPCC AND STRIX_AMDHIP64)
+    set(STRIX_HAVE_HIP ON)
+    set(STRIX_HIP_ARCHITECTURES "gfx900;gfx906;gfx908;gfx90a;gfx1030" CACHE STRING
+        "AMD GPU targets of the HIP backend")
+    if(STRIX_HIPBLAS)
+      message(STATUS "strix: HIP backend on (${STRIX_HIPCC}, hipBLAS ${STRIX_HIPBLAS})")
+    else()
+      message(STATUS "strix: HIP backend on (${STRIX_HIPCC}; no hipBLAS: own SGEMM)")
+    endif()
+  elseif(STRIX_HIP STREQUAL "ON")
+    message(FATAL_ERROR "strix: STRIX_HIP=ON but hipcc or libamdhip64 was not found. Install "
+                        "them: apt-get install hipcc libamdhip64-dev")
+  else()
+    message(STATUS "strix: HIP backend off (no hipcc)")
+  endif()
+endif()

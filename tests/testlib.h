@@ -34,17 +34,24 @@
 
 // ---- backends ----------------------------------------------------------------------------------
 
-/* Every backend the op tests run on. A new backend is one more entry. */
-static const char *const tl_backend_names[] = {"cpu", "cpu-blas"};
+/* Every backend the op tests run on. A new backend is one more entry. The GPU columns ("cuda",
+ * "hip") open only in a build with that backend on a machine with such a device; elsewhere
+ * tl_backend_open skips them. */
+static const char *const tl_backend_names[] = {"cpu", "cpu-blas", "cuda", "hip"};
 #define TL_BACKEND_COUNT (sizeof tl_backend_names / sizeof tl_backend_names[0])
 
-/* Opens backend `name`; NULL (after printing "SKIP") if this build or machine lacks it. Any other
- * failure prints the error and returns NULL too, so check the result. */
+/* Opens backend `name`; NULL (after printing "SKIP", once per name) if this build or machine
+ * lacks it. Any other failure prints the error and returns NULL too, so check the result. */
 static inline strix_backend *tl_backend_open(const char *name) {
+    static const char *said[16]; /* names already reported as skipped */
+    static size_t said_count;
     strix_backend *be = NULL;
     strix_status s = strix_backend_init(name, &be);
     if (s == STRIX_ERR_UNSUPPORTED || s == STRIX_ERR_DEVICE) {
-        fprintf(stderr, "SKIP backend %s: %s\n", name, strix_last_error());
+        bool again = false;
+        for (size_t i = 0; i < said_count; i++) again = again || strcmp(said[i], name) == 0;
+        if (!again) fprintf(stderr, "SKIP backend %s: %s\n", name, strix_last_error());
+        if (!again && said_count < 16) said[said_count++] = name;
         return NULL;
     }
     if (s != STRIX_OK)

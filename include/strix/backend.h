@@ -24,9 +24,11 @@ extern "C" {
 
 // ---- handle and memory -------------------------------------------------------------------------
 
-/* Creates a backend by name: "cpu" (reference: plain loops and our own blocked GEMM) or
- * "cpu-blas" (the reference with its GEMM slots on OpenBLAS; STRIX_ERR_UNSUPPORTED when the build
- * has no BLAS). Returns STRIX_ERR_ARG for an unknown name. */
+/* Creates a backend by name: "cpu" (reference: plain loops and our own blocked GEMM),
+ * "cpu-blas" (the reference with its GEMM slots on OpenBLAS), "cuda" / "cuda:N" (NVIDIA GPU N,
+ * default 0) or "hip" / "hip:N" (AMD GPU N). STRIX_ERR_UNSUPPORTED when the build lacks that
+ * backend (no OpenBLAS, CUDA or HIP), STRIX_ERR_DEVICE when no such GPU is present, STRIX_ERR_ARG
+ * for an unknown name or a malformed index. */
 STRIX_API strix_status strix_backend_init(const char *name, strix_backend **out);
 
 /* Frees the handle. NULL is a no-op. Memory still allocated from it must be freed first. */

@@ -131,7 +131,8 @@ typedef struct strix_train_config {
     bool sequential;          /* sequential stride walk instead of random windows */
     int64_t stride;           /* the walk's stride */
     char data_path[STRIX_PATH_MAX];
-    char backend[32];         /* backend the run trains on ("cpu", "cpu-blas"); a resume keeps it */
+    char backend[32];         /* backend the run trains on ("cpu", "cpu-blas", "cuda:0", ...); a
+                               * resume keeps it unless told otherwise */
 } strix_train_config;
 
 /* Where a run stands. */

@@ -11,6 +11,10 @@
 
 #include "strix/backend.h"
 
+#ifdef __cplusplus
+extern "C" { /* the GPU backends' .cu files are C++ */
+#endif
+
 struct strix_backend_i {
     // lifecycle and memory
     void (*destroy)(strix_backend *be);
@@ -249,9 +253,34 @@ strix_status strix_backend_unsupported(const strix_backend *be, const char *op);
 
 /* Constructors of the built-in backends (src/backends/<name>/). */
 strix_status strix_cpu_backend_create(bool use_blas, strix_backend **out);
+
+/* The GPU backends (src/backends/cuda/, compiled by nvcc for CUDA and by hipcc for HIP; C
+ * linkage). `device` is the device index; `hip` says which vendor the caller asks for and must
+ * match the build of the function (strix_cuda_: false, strix_hip_: true), else
+ * STRIX_ERR_UNSUPPORTED. STRIX_ERR_DEVICE when the machine has no such GPU or its runtime fails,
+ * STRIX_ERR_ARG for a device index out of range, STRIX_ERR_ALLOC. Defined only in builds with
+ * STRIX_HAVE_CUDA / STRIX_HAVE_HIP. */
+strix_status strix_cuda_backend_create(int device, bool hip, strix_backend **out);
+strix_status strix_hip_backend_create(int device, bool hip, strix_backend **out);
+
+/* What a GPU backend's caching allocator holds: bytes taken from the device (reserved), bytes
+ * handed out (in_use), device allocations made so far (device_mallocs; it stops growing once a
+ * training step has run). */
+typedef struct strix_gpu_memstats {
+    size_t reserved_bytes, in_use_bytes, device_mallocs;
+} strix_gpu_memstats;
+void strix_cuda_memory_stats(const strix_backend *be, strix_gpu_memstats *out);
+void strix_hip_memory_stats(const strix_backend *be, strix_gpu_memstats *out);
+/* The stats of any backend: false (and zeros) for a CPU backend (src/core/backend.c). */
+bool strix_gpu_memory_stats(const strix_backend *be, strix_gpu_memstats *out);
+
 #ifdef STRIX_HAVE_BLAS
 /* Holds OpenBLAS's own thread pool at one thread, keeping the OpenMP thread count (cpu-blas). */
 void strix_cpu_blas_hold_one_thread(void);
+#endif
+
+#ifdef __cplusplus
+}
 #endif
 
 #endif

@@ -70,7 +70,9 @@ STRIX_API strix_status strix_conv2d_forward(strix_backend *be, const float *in,
  *     pairwise);
  *   dx (n, c, h, w) = col2im(weightᵀ·dy_e) (`=`: each pixel from 0.0f, its taps in the order of
  *     strix_col2im_add), weightᵀ·dy_e summed over o ascending from 0.
- * dweight, dbias and dx may each be NULL (not computed); dx must not alias the others. */
+ * dweight, dbias and dx may each be NULL (not computed); dx must not alias the others.
+ * GPU backends keep the orders: bit-identical with their own GEMM (STRIX_CUDA_GEMM=own), equal to
+ * rounding with cuBLAS. */
 STRIX_API strix_status strix_conv2d_backward(strix_backend *be, const float *in,
                                              const float *weight, const float *dy,
                                              float *dweight, float *dbias, float *dx, size_t n,
