@@ -20,6 +20,7 @@ build:
 run: build
 	./$(BUILD)/strix train --steps $(RUN_STEPS) --time $(RUN_TIME) --out $(MODEL)
 	./$(BUILD)/strix sample --model $(MODEL) --tokens 400
+	@echo
 	./$(BUILD)/strix explain --model $(MODEL) --prompt '$(EXPLAIN_PROMPT)' --svg explain.svg
 
 test: build

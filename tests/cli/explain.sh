@@ -200,6 +200,10 @@ expect_error "negative --top" "--top must be >= 0" "${E[@]}" --prompt "$PROMPT" 
 expect_error "bad --color" "--color takes auto, always or never" \
     "${E[@]}" --prompt "$PROMPT" --color sometimes
 expect_error "--alpha below 1" "--alpha must be >= 1" "${E[@]}" --prompt "$PROMPT" --alpha 0.5
+printf 'my notes\n' > notes.txt
+expect_error "--html over a file strix did not write" "was not written by strix explain" \
+    "${E[@]}" --prompt "$PROMPT" --html notes.txt
+[ "$(cat notes.txt)" = "my notes" ] && ok "that file is untouched" || fail "notes.txt was changed"
 expect_error "--svg over the checkpoint" "is the checkpoint" "${E[@]}" --prompt "$PROMPT" --svg m.st
 ln -s m.st link.st
 expect_error "--json over the checkpoint through a link" "is the checkpoint" \

@@ -28,6 +28,8 @@ n = struct.unpack("<Q", raw[:8])[0]
 meta = json.loads(raw[8:8 + n])["__metadata__"]
 sys.exit(0 if meta["data_path"] == os.path.realpath(sys.argv[2]) else 1)
 PY
+expect_error "--stop-after not past the checkpoint" "is not past the checkpoint's step 5" \
+    "$STRIX" train --resume proj/part.st --out proj/again.st --stop-after 5
 cp proj/part.st elsewhere/part.st
 (cd elsewhere && "$STRIX" train --resume part.st >resume.out 2>&1) \
     || fail "resume from another directory: $(cat elsewhere/resume.out)"

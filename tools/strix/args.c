@@ -155,3 +155,35 @@ void args_format_value(const arg_spec *s, char *buf, size_t cap) {
     }
     }
 }
+
+/* True for "cpu", "cuda", "hip", "cuda:N", "hip:N" (N decimal digits). */
+static bool device_name_ok(const char *d) {
+    if (strcmp(d, "cpu") == 0) return true;
+    size_t p = strncmp(d, "cuda", 4) == 0 ? 4 : strncmp(d, "hip", 3) == 0 ? 3 : 0;
+    if (p == 0) return false;
+    if (d[p] == '\0') return true;
+    if (d[p] != ':' || d[p + 1] == '\0' || strlen(d + p + 1) > 4) return false;
+    for (const char *c = d + p + 1; *c; c++)
+        if (*c < '0' || *c > '9') return false;
+    return true;
+}
+
+int args_backend_of(const char *cmd, const char *device, const char *backend,
+                    const char **name) {
+    if (device && !device_name_ok(device)) {
+        fprintf(stderr, "strix %s: --device takes cpu, cuda, cuda:N, hip or hip:N (got '%s')\n",
+                cmd, device);
+        return 2;
+    }
+    if (device && strcmp(device, "cpu") != 0) {
+        if (backend) {
+            fprintf(stderr, "strix %s: --backend %s picks a CPU backend; it cannot go with "
+                            "--device %s\n", cmd, backend, device);
+            return 2;
+        }
+        *name = device;
+        return 0;
+    }
+    *name = backend ? backend : "cpu";
+    return 0;
+}

@@ -57,6 +57,13 @@ arg_spec *args_find(arg_spec *specs, int n, const char *name);
  * shortest text that reads back exactly, switches as on/off. */
 void args_format_value(const arg_spec *spec, char *buf, size_t cap);
 
+/* The backend a command runs on from its --device (NULL when not given: cpu) and --backend
+ * (NULL when not given) flags: --device cuda[:N] / hip[:N] names the GPU backend itself; --device
+ * cpu (the default) leaves the choice to --backend (cpu or cpu-blas, default cpu). Returns 0 with
+ * *name set, or 2 after printing ONE line "strix <cmd>: ..." for a malformed device or a
+ * --backend given with a GPU --device. Whether the device exists is the backend's to say. */
+int args_backend_of(const char *cmd, const char *device, const char *backend, const char **name);
+
 /* The shortest "%.Ng" text of x that reads back as exactly x. */
 void args_format_float(char *buf, size_t cap, float x);
 void args_format_double(char *buf, size_t cap, double x);

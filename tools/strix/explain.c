@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "args.h"
+#include "explain/heatmap.h" /* STRIX_OUTPUT_MARKER */
 #include "render.h"
 #include "strix/backend.h"
 #include "strix/checkpoint.h"
@@ -30,13 +31,13 @@
 
 typedef struct explain_flags {
     const char *model, *prompt, *target, *contrast, *rule, *svg, *html, *json, *color;
-    const char *backend;
+    const char *backend, *device;
     int top, threads, cols;
     float eps, gamma, alpha;
     bool one_hot;
 } explain_flags;
 
-#define NEXPLAIN_SPECS 17
+#define NEXPLAIN_SPECS 18
 
 static void explain_specs(explain_flags *f, arg_spec *s) {
     const arg_spec table[NEXPLAIN_SPECS] = {
@@ -70,7 +71,9 @@ static void explain_specs(explain_flags *f, arg_spec *s) {
              "auto (colour a terminal unless NO_COLOR is set), always, never (default auto)"),
         FLAG("threads", ARG_INT, &f->threads, 0, 4096, 0, "N", "CPU threads, 0 = all (default 0)"),
         FLAG("backend", ARG_STRING, &f->backend, 0, 0, 0, "NAME",
-             "cpu or cpu-blas (default cpu)"),
+             "CPU backend: cpu or cpu-blas (default cpu)"),
+        FLAG("device", ARG_STRING, &f->device, 0, 0, 0, "DEV",
+             "cpu, cuda[:N] or hip[:N]: where the model runs (default cpu)"),
     };
     memcpy(s, table, sizeof table);
 }
@@ -128,8 +131,21 @@ static bool same_file(const char *a, const char *b) {
            sa.st_ino == sb.st_ino;
 }
 
-/* Checks the output paths before any work: none may be the checkpoint or a directory, and no
- * two may be the same. Returns 0, or 2 after printing the error line. */
+/* Whether an existing file at path may be replaced: an earlier output of strix explain (its
+ * marker within the first 4 KiB) or an empty file. */
+static bool replaceable(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return false;
+    char head[4097];
+    size_t n = fread(head, 1, sizeof head - 1, f);
+    fclose(f);
+    head[n] = '\0';
+    return n == 0 || strstr(head, STRIX_OUTPUT_MARKER) != NULL;
+}
+
+/* Checks the output paths before any work: none may be the checkpoint, a directory or an
+ * existing file that strix explain did not write, and no two may be the same. Returns 0, or 2
+ * after printing the error line. */
 static int check_outputs(const explain_flags *f) {
     const char *flags[3] = {"svg", "html", "json"};
     const char *paths[3] = {f->svg, f->html, f->json};
@@ -147,6 +163,11 @@ static int check_outputs(const explain_flags *f) {
         }
         if (stat(paths[i], &st) == 0 && S_ISDIR(st.st_mode)) {
             fprintf(stderr, "strix explain: --%s %s is a directory\n", flags[i], paths[i]);
+            return 2;
+        }
+        if (stat(paths[i], &st) == 0 && !replaceable(paths[i])) {
+            fprintf(stderr, "strix explain: --%s %s exists and was not written by strix explain; "
+                            "remove it or choose another name\n", flags[i], paths[i]);
             return 2;
         }
         char dir[4096];
@@ -256,8 +277,8 @@ static int explain(strix_gpt *g, const strix_vocab *vocab, const explain_flags *
     render_glyph(re.predicted, false, pg);
     render_glyph(re.target, false, tg);
     const strix_gpt_config *mc = strix_gpt_config_of(g);
-    printf("model %s: vocabulary %d, block %d, %d layers; rule %s\n", f->model, mc->vocab_size,
-           mc->block_size, mc->n_layer, f->rule);
+    printf("model %s: vocabulary %d, block %d, %d layer%s; rule %s\n", f->model, mc->vocab_size,
+           mc->block_size, mc->n_layer, mc->n_layer == 1 ? "" : "s", f->rule);
     printf("next character: '%s' (p = %.4f)\n", pg, (double)re.predicted_prob);
     if (contrast_byte >= 0) {
         render_glyph((unsigned char)contrast_byte, false, cg);
@@ -340,6 +361,11 @@ int cmd_explain(int argc, char **argv) {
         return 2;
     }
     if (check_outputs(&f)) return 2;
+    const char *backend = NULL;
+    rc = args_backend_of("explain", f.device,
+                         args_find(specs, NEXPLAIN_SPECS, "backend")->seen ? f.backend : NULL,
+                         &backend);
+    if (rc) return rc;
 
     strix_checkpoint *ck = NULL;
     strix_backend *be = NULL;
@@ -359,7 +385,12 @@ int cmd_explain(int argc, char **argv) {
     }
     if (s == STRIX_OK) {
         strix_set_num_threads(f.threads);
-        s = strix_backend_init(f.backend, &be);
+        s = strix_backend_init(backend, &be);
+        if (s != STRIX_OK) { /* name the backend in the one-line error */
+            char why[256];
+            snprintf(why, sizeof why, "%s", strix_last_error());
+            s = strix_error(s, "backend %s: %s", backend, why);
+        }
     }
     if (s == STRIX_OK) s = strix_gpt_new(be, &strix_checkpoint_info_of(ck)->model, &g);
     if (s == STRIX_OK) s = strix_checkpoint_restore(ck, g, false);

@@ -284,7 +284,8 @@ int render_html(FILE *out, const render_explanation *e, int top) {
     char pg[8], desc[96];
     render_glyph(e->predicted, true, pg);
     describe_target(e, true, desc, sizeof desc);
-    fputs("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+    fputs("<!DOCTYPE html>\n<!-- " STRIX_OUTPUT_MARKER " -->\n<html lang=\"en\">\n<head>\n"
+          "<meta charset=\"utf-8\">\n"
           "<title>strix explain: next character '", out);
     xml_escape(out, pg);
     fputs("'</title>\n<style>\n"
@@ -432,7 +433,8 @@ char *render_json(const render_explanation *e) {
     char *model = utf8_clean((const unsigned char *)m, (int)strlen(m));
     bool ok = root && text && model;
     if (ok) {
-        ok = cJSON_AddStringToObject(root, "prompt", text) &&
+        ok = cJSON_AddStringToObject(root, "generator", STRIX_OUTPUT_MARKER) &&
+             cJSON_AddStringToObject(root, "prompt", text) &&
              cJSON_AddNumberToObject(root, "offset", e->offset) &&
              cJSON_AddStringToObject(root, "model", model) &&
              cJSON_AddStringToObject(root, "rule", e->rule ? e->rule : "");

@@ -23,13 +23,13 @@
 #include "tool.h"
 
 typedef struct sample_flags {
-    const char *model, *prompt, *backend;
+    const char *model, *prompt, *backend, *device;
     int tokens, top_k, threads;
     float temperature, top_p;
     uint64_t seed;
 } sample_flags;
 
-#define NSAMPLE_SPECS 9
+#define NSAMPLE_SPECS 10
 
 static void sample_specs(sample_flags *f, arg_spec *s) {
     const arg_spec table[NSAMPLE_SPECS] = {
@@ -48,7 +48,9 @@ static void sample_specs(sample_flags *f, arg_spec *s) {
              "seed of the sampling stream (default 0)"),
         FLAG("threads", ARG_INT, &f->threads, 0, 4096, 0, "N", "CPU threads, 0 = all (default 0)"),
         FLAG("backend", ARG_STRING, &f->backend, 0, 0, 0, "NAME",
-             "cpu or cpu-blas (default cpu)"),
+             "CPU backend: cpu or cpu-blas (default cpu)"),
+        FLAG("device", ARG_STRING, &f->device, 0, 0, 0, "DEV",
+             "cpu, cuda[:N] or hip[:N]: where the model runs (default cpu)"),
     };
     memcpy(s, table, sizeof table);
 }
@@ -136,13 +138,23 @@ int cmd_sample(int argc, char **argv) {
         fprintf(stderr, "strix sample: --model CKPT is required (a checkpoint from strix train)\n");
         return 2;
     }
+    const char *backend = NULL;
+    rc = args_backend_of("sample", f.device,
+                         args_find(specs, NSAMPLE_SPECS, "backend")->seen ? f.backend : NULL,
+                         &backend);
+    if (rc) return rc;
     strix_checkpoint *ck = NULL;
     strix_backend *be = NULL;
     strix_gpt *g = NULL;
     strix_status s = strix_checkpoint_open(f.model, &ck);
     if (s == STRIX_OK) {
         strix_set_num_threads(f.threads);
-        s = strix_backend_init(f.backend, &be);
+        s = strix_backend_init(backend, &be);
+        if (s != STRIX_OK) { /* name the backend in the one-line error */
+            char why[256];
+            snprintf(why, sizeof why, "%s", strix_last_error());
+            s = strix_error(s, "backend %s: %s", backend, why);
+        }
     }
     if (s == STRIX_OK) s = strix_gpt_new(be, &strix_checkpoint_info_of(ck)->model, &g);
     if (s == STRIX_OK) s = strix_checkpoint_restore(ck, g, false);

@@ -37,7 +37,7 @@
 // ---- flags -------------------------------------------------------------------------------------
 
 typedef struct train_flags {
-    const char *data, *out, *resume, *backend, *head_sizes;
+    const char *data, *out, *resume, *backend, *device, *head_sizes;
     int64_t steps;
     double time;
     int d_model, layers, heads, d_ff, block, batch, threads, eval_batches;
@@ -50,7 +50,7 @@ typedef struct train_flags {
 } train_flags;
 
 #define BIG 1e300
-#define NSPECS 31
+#define NSPECS 32
 
 /* Fills specs (NSPECS entries) pointing into f. */
 static void train_specs(train_flags *f, arg_spec *s) {
@@ -92,6 +92,8 @@ static void train_specs(train_flags *f, arg_spec *s) {
              "CPU threads, 0 = all cores (default 0); results do not depend on it"),
         FLAG("backend", ARG_STRING, &f->backend, 0, 0, 0, "NAME",
              "cpu (our own GEMM; the faster one on AVX-512) or cpu-blas (OpenBLAS GEMM) (default cpu)"),
+        FLAG("device", ARG_STRING, &f->device, 0, 0, 0, "DEV",
+             "cpu, cuda[:N] or hip[:N]: where to train (default cpu; on cpu, --backend picks)"),
         FLAG("rope", ARG_SWITCH, &f->rope, 0, 0, 0, NULL,
              "rotary positions instead of learned ones (default off)"),
         FLAG("relu", ARG_SWITCH, &f->relu, 0, 0, 0, NULL, "ReLU MLP instead of GELU (default off)"),
@@ -134,12 +136,15 @@ static void print_train_help(arg_spec *specs, int n) {
            "--steps it planned.\n"
            "--resume: the checkpoint carries weights, optimizer state, step, data stream, the\n"
            "corpus's absolute path, size and hash, and every hyper-parameter. Only --out,\n"
-           "--threads, --time, --backend, --log-every and --stop-after may be given with it, plus\n"
-           "--data naming the same corpus (checked by size and hash) when it has moved; other\n"
-           "flags are refused unless they repeat the checkpoint's value.\n"
+           "--threads, --time, --backend, --log-every and --stop-after may be given with it (and\n"
+           "--device, like --backend), plus --data naming the same corpus (checked by size and\n"
+           "hash) when it has moved; other flags are refused unless they repeat the checkpoint's\n"
+           "value.\n"
            "A resumed run keeps the backend recorded in the checkpoint and is then bit-identical\n"
            "to an uninterrupted run; another --backend continues the run to within rounding (the\n"
-           "cpu and cpu-blas GEMMs round differently), so its numbers drift from the original's.\n"
+           "cpu, cpu-blas and GPU GEMMs round differently), so its numbers drift from the\n"
+           "original's. --device does the same across devices: a run saved on a GPU resumes on\n"
+           "the CPU with --device cpu.\n"
            "Default corpus: the Debian package 'fortunes' (" DEFAULT_CORPUS ").\n");
 }
 
@@ -394,6 +399,12 @@ static int train_loop(run *r) {
 
     double t0 = tool_now();
     int64_t first = info->state.step, step = first;
+    if (r->stop_after > 0 && r->stop_after <= first) {
+        fprintf(stderr, "strix: --stop-after %" PRId64 " is not past the checkpoint's step %" PRId64
+                        "\n", r->stop_after, first);
+        return 2;
+    }
+    int64_t val_step = -1; /* step of the last evaluation of this run */
     float loss = NAN;
     int skipped_in_row = 0;
     bool saved_here = false;
@@ -437,6 +448,7 @@ static int train_loop(run *r) {
             s = evaluate(r, &val);
             if (s == STRIX_OK) {
                 info->state.val_loss = val;
+                val_step = step;
                 clear_progress(r);
                 printf("step %" PRId64 ": val loss %.4f\n", step, val);
                 fflush(stdout);
@@ -467,6 +479,7 @@ static int train_loop(run *r) {
         s = evaluate(r, &val); /* its own stream: the run stays resumable bit for bit */
         if (s != STRIX_OK) return tool_fail(s);
         info->state.val_loss = val;
+        val_step = step;
         clear_progress(r);
         printf("step %" PRId64 ": val loss %.4f\n", step, val);
         fflush(stdout); /* before the stop line on stderr */
@@ -485,10 +498,18 @@ static int train_loop(run *r) {
                         "(continue with: strix train --resume %s)\n", stopped, step, t->steps,
                 r->out, r->out);
     }
-    char train_text[32] = "n/a (no step run)", val_text[32] = "n/a (no evaluation yet)";
+    char train_text[32] = "n/a (no step run)", val_text[64] = "n/a (no evaluation yet)";
     if (step > first) snprintf(train_text, sizeof train_text, "%.4f", (double)loss);
-    if (!isnan(info->state.val_loss))
-        snprintf(val_text, sizeof val_text, "%.4f", info->state.val_loss);
+    if (!isnan(info->state.val_loss)) {
+        if (val_step == step)
+            snprintf(val_text, sizeof val_text, "%.4f", info->state.val_loss);
+        else if (val_step >= 0)
+            snprintf(val_text, sizeof val_text, "%.4f (at step %" PRId64 ")",
+                     info->state.val_loss, val_step);
+        else
+            snprintf(val_text, sizeof val_text, "%.4f (from the checkpoint)",
+                     info->state.val_loss);
+    }
     printf("%s: %" PRId64 " of %" PRId64 " steps, train loss %s, val loss %s, %.1f s; "
            "saved %s\n", step == t->steps ? "done" : "stopped", step, t->steps, train_text,
            val_text, elapsed, r->out);
@@ -500,8 +521,9 @@ static int train_loop(run *r) {
 /* Checks the flags given with --resume against the checkpoint (exit code 2 on a conflict). */
 static int check_resume_flags(const strix_checkpoint_info *ck, arg_spec *specs, int n) {
     /* --data may name the corpus at another place: its size and hash are checked instead. */
-    static const char *allowed[] = {"out", "threads", "time", "backend", "resume", "log-every",
-                                    "stop-after", "save-delay", "data"};
+    static const char *allowed[] = {"out",       "threads",    "time", "backend", "device",
+                                    "resume",    "log-every",  "stop-after", "save-delay",
+                                    "data"};
     for (int i = 0; i < n; i++) {
         if (!specs[i].seen) continue;
         bool ok = false;
@@ -651,7 +673,10 @@ static int lock_out(run *r) {
 static int setup_backend(run *r, const train_flags *f, const char *name) {
     strix_set_num_threads(f->threads);
     strix_status s = strix_backend_init(name, &r->be);
-    if (s != STRIX_OK) return tool_fail(s);
+    if (s != STRIX_OK) {
+        fprintf(stderr, "strix: backend %s: %s\n", name, strix_last_error());
+        return 1;
+    }
     if (name != r->info.train.backend) /* no overlapping copy when it came from there */
         snprintf(r->info.train.backend, sizeof r->info.train.backend, "%s", name);
     return 0;
@@ -769,7 +794,10 @@ static int start_resumed(run *r, train_flags *f, arg_spec *specs, int n) {
      * finished: a damaged file is reported, never called finished. */
     if (rc == 0)
         rc = setup_backend(r, f,
-                           args_find(specs, n, "backend")->seen ? f->backend : r->info.train.backend);
+                           args_find(specs, n, "backend")->seen ||
+                                   args_find(specs, n, "device")->seen
+                               ? f->backend
+                               : r->info.train.backend);
     if (rc == 0) {
         s = strix_gpt_new(r->be, &r->info.model, &r->gpt);
         if (s == STRIX_OK) s = strix_checkpoint_restore(ck, r->gpt, true);
@@ -822,6 +850,10 @@ int cmd_train(int argc, char **argv) {
         print_train_help(specs, NSPECS);
         return 0;
     }
+    if (rc) return rc;
+    /* --device / --backend to the backend name (f.backend from here on) */
+    rc = args_backend_of("train", f.device, args_find(specs, n, "backend")->seen ? f.backend : NULL,
+                         &f.backend);
     if (rc) return rc;
 
     run r;
