@@ -1,7 +1,10 @@
 /*
  * backend_impl.h - the backend vtable (internal). One slot per primitive; each slot has the
  * signature of its public wrapper in include/strix/backend.h. A NULL slot means "unsupported": the
- * wrapper reports STRIX_ERR_UNSUPPORTED and never falls back to another backend.
+ * wrapper reports STRIX_ERR_UNSUPPORTED and never falls back to another backend. The wrappers
+ * (src/core/backend.c, src/core/ops_*.c) make the argument checks every backend relies on (bad
+ * op -> STRIX_ERR_ARG, contract violations -> STRIX_ASSERT) before the call; slots do not repeat
+ * them. Checks that read the data (RL actions) stay with the backend that holds it.
  *
  * To add a backend: fill a `struct strix_backend_i` with designated initializers, register its name
  * in src/core/backend.c, and pass tests/test_ops.c with a column for it (docs/BACKENDS.md).
@@ -250,6 +253,25 @@ strix_status strix_backend_unsupported(const strix_backend *be, const char *op);
         if ((be)->vt->slot == NULL) return strix_backend_unsupported((be), #slot);             \
         return (be)->vt->slot((be), __VA_ARGS__);                                              \
     } while (0)
+
+/* Argument checks the wrappers make before dispatch (the backends rely on them): asserts that
+ * args->in[k] is non-NULL for every bit k of `in_mask` (k < n_in), and likewise args->out[k] for
+ * `out_mask` (k < n_out); `name` and `op` go into the message. */
+#define STRIX_ASSERT_SLOTS(name, op, args, in_mask, n_in, out_mask, n_out)                     \
+    do {                                                                                       \
+        for (int k_ = 0; k_ < (n_in); k_++)                                                    \
+            STRIX_ASSERT(!((in_mask) >> k_ & 1u) || (args)->in[k_] != NULL,                    \
+                         "%s op %d: in[%d] is NULL", (name), (int)(op), k_);                   \
+        for (int k_ = 0; k_ < (n_out); k_++)                                                   \
+            STRIX_ASSERT(!((out_mask) >> k_ & 1u) || (args)->out[k_] != NULL,                  \
+                         "%s op %d: out[%d] is NULL", (name), (int)(op), k_);                  \
+    } while (0)
+
+/* STRIX_OK if every action actions[k] (host memory, k < count; the actions of rows row0 + k) is a
+ * whole number in [0, cols), else STRIX_ERR_ARG naming the first bad row (src/core/ops_rl.c).
+ * The backends call it before they write anything: the CPU on in[1], a GPU on chunks it copied
+ * down. */
+strix_status strix_rl_check_actions(const float *actions, size_t count, size_t row0, size_t cols);
 
 /* Constructors of the built-in backends (src/backends/<name>/). */
 strix_status strix_cpu_backend_create(bool use_blas, strix_backend **out);

@@ -14,6 +14,17 @@
 #include "kernels/common.h"
 #include "kernels/lrp.h"
 
+/* Whether op is a forward pass (it reads no g_or_r and writes no out_b). */
+STRIX_HD static inline bool strix_logic_is_forward(strix_logic_op op) {
+    return op == STRIX_LOGIC_CONJ_FORWARD || op == STRIX_LOGIC_DISJ_FORWARD;
+}
+
+/* Whether op reads y (the forward output): the Product LRP only. */
+STRIX_HD static inline bool strix_logic_reads_y(strix_logic_op op, strix_logic_norm norm) {
+    return (op == STRIX_LOGIC_CONJ_LRP || op == STRIX_LOGIC_DISJ_LRP) &&
+           norm == STRIX_LOGIC_PRODUCT;
+}
+
 /* One element of strix_logic_pointwise. Inputs: a, b, g_or_r (g or r), y (forward output; read
  * by the Product LRP only). Outputs *out_a and *out_b (FORWARD writes *out_a only). Every input
  * is read before anything is written. */

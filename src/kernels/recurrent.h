@@ -108,7 +108,7 @@ STRIX_HD static inline float strix_gru_lrp_hprev_element(const float *h_prev_row
     return acc;
 }
 
-// ---- slot table (host side: argument checks of every backend) ----------------------------------
+// ---- slot table (host side: the argument checks of src/core/ops_recurrent.c) -------------------
 
 /* Required slots of `op`: bit k of *in / *out set = in[k] / out[k] must be non-NULL. false for an
  * unknown op. */

@@ -21,7 +21,6 @@
 strix_status cpu_im2col(strix_backend *be, const float *in, float *col, size_t n, size_t c,
                         size_t h, size_t w, const strix_conv_geom *g) {
     (void)be;
-    STRIX_ASSERT(g->stride_h > 0 && g->stride_w > 0, "im2col: stride 0");
     size_t oh = strix_conv_out_h(g, h), ow = strix_conv_out_w(g, w);
     size_t taps = g->kh * g->kw, planes = n * c; /* rows of col: (example, channel, tap) */
     if (oh == 0 || ow == 0) return STRIX_OK;
@@ -34,7 +33,6 @@ strix_status cpu_im2col(strix_backend *be, const float *in, float *col, size_t n
 strix_status cpu_col2im_add(strix_backend *be, const float *col, float *out, size_t n, size_t c,
                             size_t h, size_t w, const strix_conv_geom *g) {
     (void)be;
-    STRIX_ASSERT(g->stride_h > 0 && g->stride_w > 0, "col2im_add: stride 0");
     size_t oh = strix_conv_out_h(g, h), ow = strix_conv_out_w(g, w);
     size_t planes = n * c;
     if (oh == 0 || ow == 0) return STRIX_OK;
@@ -116,7 +114,6 @@ static void conv_forward_example(cpu_gemm_workspace *ws, const float *in_e, cons
 strix_status cpu_conv2d_forward(strix_backend *be, const float *in, const float *weight,
                                 const float *bias, float *z, float *out, size_t n, size_t c,
                                 size_t h, size_t w, size_t oc, const strix_conv_geom *g) {
-    STRIX_ASSERT(g->stride_h > 0 && g->stride_w > 0, "conv2d_forward: stride 0");
     size_t oh = strix_conv_out_h(g, h), ow = strix_conv_out_w(g, w);
     size_t P = c * g->kh * g->kw, Q = oh * ow;
     if (n == 0 || oc == 0 || Q == 0) return STRIX_OK;
@@ -230,7 +227,6 @@ strix_status cpu_conv2d_backward(strix_backend *be, const float *in, const float
                                  const float *dy, float *dweight, float *dbias, float *dx, size_t n,
                                  size_t c, size_t h, size_t w, size_t oc,
                                  const strix_conv_geom *g) {
-    STRIX_ASSERT(g->stride_h > 0 && g->stride_w > 0, "conv2d_backward: stride 0");
     size_t oh = strix_conv_out_h(g, h), ow = strix_conv_out_w(g, w);
     conv_back cb = {.in = in, .weight = weight, .dy = dy, .dweight = dweight != NULL,
                     .dbias = dbias != NULL, .dx = dx, .n = n, .c = c, .h = h, .w = w, .oc = oc,

@@ -15,16 +15,7 @@ strix_status cpu_logic_pointwise(strix_backend *be, strix_logic_op op, strix_log
                                  const float *a, const float *b, const float *g_or_r,
                                  const float *y, float *out_a, float *out_b, size_t n, float eps) {
     (void)be;
-    STRIX_ASSERT(op >= STRIX_LOGIC_CONJ_FORWARD && op <= STRIX_LOGIC_DISJ_LRP,
-                 "logic_pointwise: op %d", (int)op);
-    STRIX_ASSERT(norm >= STRIX_LOGIC_PRODUCT && norm <= STRIX_LOGIC_GODEL,
-                 "logic_pointwise: norm %d", (int)norm);
-    bool forward = op == STRIX_LOGIC_CONJ_FORWARD || op == STRIX_LOGIC_DISJ_FORWARD;
-    bool lrp = op == STRIX_LOGIC_CONJ_LRP || op == STRIX_LOGIC_DISJ_LRP;
-    bool reads_y = lrp && norm == STRIX_LOGIC_PRODUCT;
-    STRIX_ASSERT(forward || (g_or_r != NULL && out_b != NULL),
-                 "logic_pointwise: backward/LRP need g_or_r and out_b");
-    STRIX_ASSERT(!reads_y || y != NULL, "logic_pointwise: Product LRP needs y");
+    bool forward = strix_logic_is_forward(op), reads_y = strix_logic_reads_y(op, norm);
     CPU_PARALLEL_FOR_IF(CPU_BIG(n))
     for (size_t i = 0; i < n; i++) {
         float ra = 0.0f, rb = 0.0f;
@@ -39,7 +30,6 @@ strix_status cpu_logic_pointwise(strix_backend *be, strix_logic_op op, strix_log
 strix_status cpu_aggregator_forward(strix_backend *be, const float *x, float *mean_pow, float *out,
                                     size_t n, size_t cols, float p) {
     (void)be;
-    STRIX_ASSERT(p != 0.0f, "aggregator_forward: p = 0");
     size_t spans = (cols + AGG_SPAN - 1) / AGG_SPAN;
     CPU_PARALLEL_FOR_IF(spans > 1 && CPU_BIG(n * cols))
     for (size_t s = 0; s < spans; s++) {
@@ -62,7 +52,6 @@ strix_status cpu_aggregator_backward(strix_backend *be, const float *x, const fl
                                      const float *grad_out, float *grad_in, size_t n, size_t cols,
                                      float p) {
     (void)be;
-    STRIX_ASSERT(p != 0.0f, "aggregator_backward: p = 0");
     CPU_PARALLEL_FOR_IF(n > 1 && CPU_BIG(n * cols))
     for (size_t i = 0; i < n; i++)
         for (size_t j = 0; j < cols; j++)
@@ -75,7 +64,6 @@ strix_status cpu_aggregator_lrp(strix_backend *be, const float *x, const float *
                                 const float *r_out, float *r_in, size_t n, size_t cols, float p,
                                 float eps) {
     (void)be;
-    STRIX_ASSERT(p != 0.0f, "aggregator_lrp: p = 0");
     CPU_PARALLEL_FOR_IF(n > 1 && CPU_BIG(n * cols))
     for (size_t i = 0; i < n; i++)
         for (size_t j = 0; j < cols; j++)

@@ -147,8 +147,6 @@ strix_status cpu_lrp_rope(strix_backend *be, const float *x, const float *y, con
                           const float *cos_table, const float *sin_table, float *r_in, size_t rows,
                           size_t seq_len, size_t head_dim, float eps) {
     (void)be;
-    STRIX_ASSERT(head_dim % 2 == 0, "lrp_rope: head_dim %zu is odd", head_dim);
-    STRIX_ASSERT(seq_len > 0 || rows == 0, "lrp_rope: seq_len is 0");
     size_t half = head_dim / 2;
     CPU_PARALLEL_FOR_IF(rows > 1 && CPU_BIG(rows * head_dim))
     for (size_t row = 0; row < rows; row++) {
@@ -195,8 +193,6 @@ strix_status cpu_lrp_avg_pool(strix_backend *be, const float *x, const float *r,
                               size_t planes, size_t h, size_t w, const strix_conv_geom *g,
                               float eps) {
     (void)be;
-    STRIX_ASSERT(g != NULL && g->stride_h > 0 && g->stride_w > 0 && g->kh > 0 && g->kw > 0,
-                 "lrp_avg_pool: bad geometry");
     size_t oh = strix_conv_out_h(g, h), ow = strix_conv_out_w(g, w), lines = planes * h;
     CPU_PARALLEL_FOR_IF(lines > 1 && CPU_BIG(planes * h * w * g->kh * g->kw))
     for (size_t t = 0; t < lines; t++) {
@@ -215,11 +211,6 @@ strix_status cpu_lrp_stabilized_divide(strix_backend *be, const float *r, const 
                                        const float *gate, float *out, size_t n, float eps,
                                        strix_lrp_gate gate_mode) {
     (void)be;
-    STRIX_ASSERT(gate_mode == STRIX_LRP_GATE_NONE || gate_mode == STRIX_LRP_GATE_POSITIVE ||
-                     gate_mode == STRIX_LRP_GATE_NEGATIVE,
-                 "lrp_stabilized_divide: gate mode %d", (int)gate_mode);
-    STRIX_ASSERT(gate != NULL || gate_mode == STRIX_LRP_GATE_NONE,
-                 "lrp_stabilized_divide: a gate mode needs a gate");
     int mode = (int)gate_mode;
     CPU_PARALLEL_FOR_IF(CPU_BIG(n))
     for (size_t i = 0; i < n; i++)

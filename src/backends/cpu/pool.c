@@ -17,8 +17,6 @@
 strix_status cpu_max_pool_forward(strix_backend *be, const float *in, float *out, int32_t *argmax,
                                   size_t planes, size_t h, size_t w, const strix_conv_geom *g) {
     (void)be;
-    STRIX_ASSERT(g->stride_h > 0 && g->stride_w > 0, "max_pool_forward: stride 0");
-    STRIX_ASSERT(h * w <= (size_t)INT32_MAX, "max_pool_forward: plane of %zu pixels", h * w);
     size_t oh = strix_conv_out_h(g, h), ow = strix_conv_out_w(g, w), x_lo, x_hi;
     strix_max_pool_inner_cols(w, ow, g, &x_lo, &x_hi);
     CPU_PARALLEL_FOR_IF(MANY_PLANES(planes, planes * oh * ow * g->kh * g->kw))
@@ -35,7 +33,6 @@ strix_status cpu_max_pool_forward(strix_backend *be, const float *in, float *out
 strix_status cpu_max_unpool(strix_backend *be, const float *src, const int32_t *argmax, float *dst,
                             size_t planes, size_t h, size_t w, const strix_conv_geom *g) {
     (void)be;
-    STRIX_ASSERT(g->stride_h > 0 && g->stride_w > 0, "max_unpool: stride 0");
     size_t oh = strix_conv_out_h(g, h), ow = strix_conv_out_w(g, w);
     /* disjoint windows: every pixel gets at most one term, and the scatter gives the same bits;
      * 2-wide windows tiling the rows take the vectorised pairs */
@@ -63,7 +60,6 @@ strix_status cpu_max_unpool(strix_backend *be, const float *src, const int32_t *
 strix_status cpu_avg_pool_forward(strix_backend *be, const float *in, float *out, size_t planes,
                                   size_t h, size_t w, const strix_conv_geom *g) {
     (void)be;
-    STRIX_ASSERT(g->stride_h > 0 && g->stride_w > 0, "avg_pool_forward: stride 0");
     size_t oh = strix_conv_out_h(g, h), ow = strix_conv_out_w(g, w);
     CPU_PARALLEL_FOR_IF(MANY_PLANES(planes, planes * oh * ow * g->kh * g->kw))
     for (size_t p = 0; p < planes; p++) {
@@ -79,7 +75,6 @@ strix_status cpu_avg_pool_forward(strix_backend *be, const float *in, float *out
 strix_status cpu_avg_pool_backward(strix_backend *be, const float *grad_out, float *grad_in,
                                    size_t planes, size_t h, size_t w, const strix_conv_geom *g) {
     (void)be;
-    STRIX_ASSERT(g->stride_h > 0 && g->stride_w > 0, "avg_pool_backward: stride 0");
     size_t oh = strix_conv_out_h(g, h), ow = strix_conv_out_w(g, w);
     CPU_PARALLEL_FOR_IF(MANY_PLANES(planes, planes * h * w * g->kh * g->kw))
     for (size_t p = 0; p < planes; p++) {

@@ -19,17 +19,7 @@
 strix_status cpu_recurrent_cell(strix_backend *be, strix_cell_op op, const strix_cell_args *args,
                                 size_t n) {
     (void)be;
-    unsigned need_in = 0, need_out = 0;
-    if (!strix_cell_slots(op, &need_in, &need_out))
-        return strix_error(STRIX_ERR_ARG, "recurrent_cell: unknown op %d", (int)op);
-    if (n == 0) return STRIX_OK;
-    STRIX_ASSERT(args != NULL, "recurrent_cell: NULL args");
-    for (int k = 0; k < 10; k++)
-        STRIX_ASSERT(!(need_in >> k & 1u) || args->in[k], "recurrent_cell op %d: in[%d] is NULL",
-                     (int)op, k);
-    for (int k = 0; k < 6; k++)
-        STRIX_ASSERT(!(need_out >> k & 1u) || args->out[k],
-                     "recurrent_cell op %d: out[%d] is NULL", (int)op, k);
+    if (n == 0) return STRIX_OK; /* op and slots: checked by strix_recurrent_cell */
     switch (op) {
     case STRIX_CELL_RNN_BACKWARD: CELL_LOOP(strix_rnn_backward_element); break;
     case STRIX_CELL_LSTM_FORWARD: CELL_LOOP(strix_lstm_forward_element); break;
@@ -48,7 +38,6 @@ strix_status cpu_gru_lrp_hprev(strix_backend *be, const float *h_prev, const flo
     (void)be;
     size_t total = rows * hidden;
     if (total == 0) return STRIX_OK;
-    STRIX_ASSERT(h_prev && w_hn && hn && r_term_b && r_hprev, "gru_lrp_hprev: NULL operand");
     CPU_PARALLEL_FOR_IF(CPU_BIG(total * hidden))
     for (size_t o = 0; o < total; o++) {
         size_t r = o / hidden, kk = o % hidden, row = r * hidden;

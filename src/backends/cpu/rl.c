@@ -4,55 +4,23 @@
  * Loops over the per-row functions of kernels/rl.h. OpenMP splits rows (elements for the Polyak
  * blend), each computed whole by one thread, so results do not depend on the thread count. Batch
  * sums of the per-row terms are the caller's (column_sums). Actions are checked on the host
- * before any output is written.
+ * before any output is written (strix_rl_check_actions); op and slots by strix_rl_rows.
  */
 #include "backends/cpu/cpu_internal.h"
 #include "kernels/rl.h"
 
-/* Slots each op reads and writes (bit i = in[i] / out[i]). */
-static void rl_slots(strix_rl_op op, unsigned *ins, unsigned *outs) {
-    switch (op) {
-    case STRIX_RL_DQN_LOSS: *ins = 0x7, *outs = 0x1; return;
-    case STRIX_RL_DQN_GRAD: *ins = 0x7, *outs = 0x1; return;
-    case STRIX_RL_PG_LOSS: *ins = 0x7, *outs = 0x3; return;
-    case STRIX_RL_PG_GRAD: *ins = 0x7, *outs = 0x1; return;
-    case STRIX_RL_PPO_LOSS: *ins = 0xF, *outs = 0xF; return;
-    case STRIX_RL_PPO_GRAD: *ins = 0x1F, *outs = 0x1; return;
-    case STRIX_RL_DQN_TARGET: *ins = 0xF, *outs = 0x1; return;
-    case STRIX_RL_POLYAK_BLEND: *ins = 0x3, *outs = 0x1; return;
-    }
-    *ins = *outs = 0;
-}
-
 strix_status cpu_rl_rows(strix_backend *be, strix_rl_op op, const strix_rl_args *args) {
     (void)be;
-    STRIX_ASSERT(args != NULL, "rl_rows: NULL args");
-    unsigned ins = 0, outs = 0;
-    rl_slots(op, &ins, &outs);
-    if (ins == 0) return strix_error(STRIX_ERR_ARG, "rl_rows: unknown op %d", (int)op);
-    size_t rows = args->rows, cols = args->cols;
+    size_t rows = args->rows, cols = args->cols; /* op and slots: checked by strix_rl_rows */
     if (rows == 0 || cols == 0) return STRIX_OK;
-    for (int i = 0; i < 5; i++)
-        STRIX_ASSERT(!(ins >> i & 1) || args->in[i] != NULL, "rl_rows op %d: in[%d] is NULL",
-                     (int)op, i);
-    for (int i = 0; i < 4; i++)
-        STRIX_ASSERT(!(outs >> i & 1) || args->out[i] != NULL, "rl_rows op %d: out[%d] is NULL",
-                     (int)op, i);
     if (op == STRIX_RL_POLYAK_BLEND) {
         size_t n = rows * cols;
         CPU_PARALLEL_FOR_IF(CPU_BIG(n))
         for (size_t i = 0; i < n; i++) strix_rl_polyak_elem(args, i);
         return STRIX_OK;
     }
-    if (op != STRIX_RL_DQN_TARGET) { /* every other op reads actions from in[1] */
-        for (size_t r = 0; r < rows; r++) {
-            float action = args->in[1][r];
-            if (!(action >= 0.0f && action < (float)cols && action == floorf(action)))
-                return strix_error(STRIX_ERR_ARG,
-                                   "rl_rows: action %g of row %zu is not an integer in [0, %zu)",
-                                   (double)action, r, cols);
-        }
-    }
+    if (op != STRIX_RL_DQN_TARGET) /* every other op reads actions from in[1] */
+        STRIX_TRY(strix_rl_check_actions(args->in[1], rows, 0, cols));
     CPU_PARALLEL_FOR_IF(rows > 1 && CPU_BIG(rows * cols))
     for (size_t r = 0; r < rows; r++) strix_rl_row(op, args, r);
     return STRIX_OK;

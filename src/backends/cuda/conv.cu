@@ -153,7 +153,6 @@ static void launch_col2im(strix_backend *be, const float *col, float *out, size_
 
 strix_status cuda_im2col(strix_backend *be, const float *in, float *col, size_t n, size_t c,
                          size_t h, size_t w, const strix_conv_geom *g) {
-    STRIX_ASSERT(g->stride_h > 0 && g->stride_w > 0, "im2col: stride 0");
     size_t oh = strix_conv_out_h(g, h), ow = strix_conv_out_w(g, w);
     if (n * c * g->kh * g->kw * oh * ow == 0) return STRIX_OK;
     launch_im2col(be, in, col, n * c, h, w, oh, ow, g);
@@ -162,7 +161,6 @@ strix_status cuda_im2col(strix_backend *be, const float *in, float *col, size_t 
 
 strix_status cuda_col2im_add(strix_backend *be, const float *col, float *out, size_t n, size_t c,
                              size_t h, size_t w, const strix_conv_geom *g) {
-    STRIX_ASSERT(g->stride_h > 0 && g->stride_w > 0, "col2im_add: stride 0");
     size_t oh = strix_conv_out_h(g, h), ow = strix_conv_out_w(g, w);
     if (oh == 0 || ow == 0 || n * c * h * w == 0) return STRIX_OK;
     launch_col2im(be, col, out, n * c, h, w, oh, ow, g, false);
@@ -205,7 +203,6 @@ static strix_gemm_batch conv_gemm(const float *a, size_t lda, size_t stride_a, b
 strix_status cuda_conv2d_forward(strix_backend *be, const float *in, const float *weight,
                                  const float *bias, float *z, float *out, size_t n, size_t c,
                                  size_t h, size_t w, size_t oc, const strix_conv_geom *g) {
-    STRIX_ASSERT(g->stride_h > 0 && g->stride_w > 0, "conv2d_forward: stride 0");
     size_t oh = strix_conv_out_h(g, h), ow = strix_conv_out_w(g, w);
     size_t P = c * g->kh * g->kw, Q = oh * ow;
     if (n == 0 || oc == 0 || Q == 0) return STRIX_OK;
@@ -297,7 +294,6 @@ strix_status cuda_conv2d_backward(strix_backend *be, const float *in, const floa
                                   const float *dy, float *dweight, float *dbias, float *dx,
                                   size_t n, size_t c, size_t h, size_t w, size_t oc,
                                   const strix_conv_geom *g) {
-    STRIX_ASSERT(g->stride_h > 0 && g->stride_w > 0, "conv2d_backward: stride 0");
     size_t oh = strix_conv_out_h(g, h), ow = strix_conv_out_w(g, w);
     size_t P = c * g->kh * g->kw, Q = oh * ow;
     if (n == 0 || (!dweight && !dbias && !dx)) return STRIX_OK;

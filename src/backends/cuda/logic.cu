@@ -68,16 +68,7 @@ static __global__ void aggregator_lrp_kernel(const float *x, const float *mean_p
 strix_status cuda_logic_pointwise(strix_backend *be, strix_logic_op op, strix_logic_norm norm,
                                   const float *a, const float *b, const float *g_or_r,
                                   const float *y, float *out_a, float *out_b, size_t n, float eps) {
-    STRIX_ASSERT(op >= STRIX_LOGIC_CONJ_FORWARD && op <= STRIX_LOGIC_DISJ_LRP,
-                 "logic_pointwise: op %d", (int)op);
-    STRIX_ASSERT(norm >= STRIX_LOGIC_PRODUCT && norm <= STRIX_LOGIC_GODEL,
-                 "logic_pointwise: norm %d", (int)norm);
-    bool forward = op == STRIX_LOGIC_CONJ_FORWARD || op == STRIX_LOGIC_DISJ_FORWARD;
-    bool lrp = op == STRIX_LOGIC_CONJ_LRP || op == STRIX_LOGIC_DISJ_LRP;
-    bool reads_y = lrp && norm == STRIX_LOGIC_PRODUCT;
-    STRIX_ASSERT(forward || (g_or_r != NULL && out_b != NULL),
-                 "logic_pointwise: backward/LRP need g_or_r and out_b");
-    STRIX_ASSERT(!reads_y || y != NULL, "logic_pointwise: Product LRP needs y");
+    bool forward = strix_logic_is_forward(op), reads_y = strix_logic_reads_y(op, norm);
     if (n == 0) return STRIX_OK;
     logic_pointwise_kernel<<<cuda_blocks(n), CUDA_BLOCK, 0, cuda_stream(be)>>>(
         op, norm, a, b, g_or_r, y, out_a, out_b, n, eps, forward, reads_y);
@@ -86,7 +77,6 @@ strix_status cuda_logic_pointwise(strix_backend *be, strix_logic_op op, strix_lo
 
 strix_status cuda_aggregator_forward(strix_backend *be, const float *x, float *mean_pow,
                                      float *out, size_t n, size_t cols, float p) {
-    STRIX_ASSERT(p != 0.0f, "aggregator_forward: p = 0");
     if (cols == 0) return STRIX_OK;
     aggregator_forward_kernel<<<cuda_blocks(cols), CUDA_BLOCK, 0, cuda_stream(be)>>>(
         x, mean_pow, out, n, cols, p);
@@ -96,7 +86,6 @@ strix_status cuda_aggregator_forward(strix_backend *be, const float *x, float *m
 strix_status cuda_aggregator_backward(strix_backend *be, const float *x, const float *mean_pow,
                                       const float *grad_out, float *grad_in, size_t n, size_t cols,
                                       float p) {
-    STRIX_ASSERT(p != 0.0f, "aggregator_backward: p = 0");
     if (n * cols == 0) return STRIX_OK;
     aggregator_backward_kernel<<<cuda_blocks(n * cols), CUDA_BLOCK, 0, cuda_stream(be)>>>(
         x, mean_pow, grad_out, grad_in, n, cols, p);
@@ -106,7 +95,6 @@ strix_status cuda_aggregator_backward(strix_backend *be, const float *x, const f
 strix_status cuda_aggregator_lrp(strix_backend *be, const float *x, const float *mean_pow,
                                  const float *r_out, float *r_in, size_t n, size_t cols, float p,
                                  float eps) {
-    STRIX_ASSERT(p != 0.0f, "aggregator_lrp: p = 0");
     if (n * cols == 0) return STRIX_OK;
     aggregator_lrp_kernel<<<cuda_blocks(n * cols), CUDA_BLOCK, 0, cuda_stream(be)>>>(
         x, mean_pow, r_out, r_in, n, cols, p, eps);

@@ -180,8 +180,6 @@ strix_status cuda_lrp_softmax_rows(strix_backend *be, const float *x, const floa
 strix_status cuda_lrp_rope(strix_backend *be, const float *x, const float *y, const float *r,
                            const float *cos_table, const float *sin_table, float *r_in,
                            size_t rows, size_t seq_len, size_t head_dim, float eps) {
-    STRIX_ASSERT(head_dim % 2 == 0, "lrp_rope: head_dim %zu is odd", head_dim);
-    STRIX_ASSERT(seq_len > 0 || rows == 0, "lrp_rope: seq_len is 0");
     size_t lanes = rows * (head_dim / 2);
     if (lanes == 0) return STRIX_OK;
     lrp_rope_kernel<<<cuda_blocks(lanes), CUDA_BLOCK, 0, cuda_stream(be)>>>(
@@ -202,8 +200,6 @@ strix_status cuda_lrp_conv(strix_backend *be, const float *col, const float *ker
 strix_status cuda_lrp_avg_pool(strix_backend *be, const float *x, const float *r, float *r_in,
                                size_t planes, size_t h, size_t w, const strix_conv_geom *g,
                                float eps) {
-    STRIX_ASSERT(g != NULL && g->stride_h > 0 && g->stride_w > 0 && g->kh > 0 && g->kw > 0,
-                 "lrp_avg_pool: bad geometry");
     size_t oh = strix_conv_out_h(g, h), ow = strix_conv_out_w(g, w), lanes = planes * h * w;
     if (lanes == 0) return STRIX_OK;
     lrp_avg_pool_kernel<<<cuda_blocks(lanes), CUDA_BLOCK, 0, cuda_stream(be)>>>(
@@ -214,11 +210,6 @@ strix_status cuda_lrp_avg_pool(strix_backend *be, const float *x, const float *r
 strix_status cuda_lrp_stabilized_divide(strix_backend *be, const float *r, const float *den,
                                         const float *gate, float *out, size_t n, float eps,
                                         strix_lrp_gate gate_mode) {
-    STRIX_ASSERT(gate_mode == STRIX_LRP_GATE_NONE || gate_mode == STRIX_LRP_GATE_POSITIVE ||
-                     gate_mode == STRIX_LRP_GATE_NEGATIVE,
-                 "lrp_stabilized_divide: gate mode %d", (int)gate_mode);
-    STRIX_ASSERT(gate != NULL || gate_mode == STRIX_LRP_GATE_NONE,
-                 "lrp_stabilized_divide: a gate mode needs a gate");
     if (n == 0) return STRIX_OK;
     lrp_divide_kernel<<<cuda_blocks(n), CUDA_BLOCK, 0, cuda_stream(be)>>>(r, den, gate, out, n, eps,
                                                                           (int)gate_mode);

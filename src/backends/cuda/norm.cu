@@ -143,8 +143,6 @@ strix_status cuda_batch_norm_eval_backward(strix_backend *be, const float *grad_
 strix_status cuda_group_norm_forward(strix_backend *be, const float *in, const float *gamma,
                                      const float *beta, float *xhat, float *out, float *group_std,
                                      size_t n, size_t c, size_t spatial, size_t groups, float eps) {
-    STRIX_ASSERT(groups > 0 && c % groups == 0, "group_norm_forward: %zu channels, %zu groups", c,
-                 groups);
     NORM_LAUNCH(be, "group_norm_forward", n * groups, gn_forward_kernel, in, gamma, beta, xhat,
                 out, group_std, n * groups, groups, c / groups, spatial, eps);
 }
@@ -153,8 +151,6 @@ strix_status cuda_group_norm_backward(strix_backend *be, const float *grad_out, 
                                       const float *xhat, const float *group_std, float *grad_in,
                                       float *gamma_grad, float *beta_grad, size_t n, size_t c,
                                       size_t spatial, size_t groups) {
-    STRIX_ASSERT(groups > 0 && c % groups == 0, "group_norm_backward: %zu channels, %zu groups",
-                 c, groups);
     if ((gamma_grad || beta_grad) && c > 0) { /* first: grad_in may alias grad_out */
         gn_param_grads_kernel<<<cuda_blocks(c), CUDA_BLOCK, 0, cuda_stream(be)>>>(
             grad_out, xhat, gamma_grad, beta_grad, n, c, spatial);

@@ -52,8 +52,6 @@ static __global__ void avg_pool_backward_kernel(const float *grad_out, float *gr
 
 strix_status cuda_max_pool_forward(strix_backend *be, const float *in, float *out, int32_t *argmax,
                                    size_t planes, size_t h, size_t w, const strix_conv_geom *g) {
-    STRIX_ASSERT(g->stride_h > 0 && g->stride_w > 0, "max_pool_forward: stride 0");
-    STRIX_ASSERT(h * w <= (size_t)INT32_MAX, "max_pool_forward: plane of %zu pixels", h * w);
     size_t oh = strix_conv_out_h(g, h), ow = strix_conv_out_w(g, w), total = planes * oh * ow;
     if (total == 0) return STRIX_OK;
     max_pool_kernel<<<cuda_blocks(total), CUDA_BLOCK, 0, cuda_stream(be)>>>(in, out, argmax,
@@ -65,7 +63,6 @@ strix_status cuda_max_pool_forward(strix_backend *be, const float *in, float *ou
 strix_status cuda_max_unpool(strix_backend *be, const float *src, const int32_t *argmax,
                              float *dst, size_t planes, size_t h, size_t w,
                              const strix_conv_geom *g) {
-    STRIX_ASSERT(g->stride_h > 0 && g->stride_w > 0, "max_unpool: stride 0");
     size_t oh = strix_conv_out_h(g, h), ow = strix_conv_out_w(g, w), total = planes * h * w;
     if (total == 0 || oh == 0 || ow == 0) return STRIX_OK; /* no windows: nothing to add */
     max_unpool_kernel<<<cuda_blocks(total), CUDA_BLOCK, 0, cuda_stream(be)>>>(src, argmax, dst,
@@ -76,7 +73,6 @@ strix_status cuda_max_unpool(strix_backend *be, const float *src, const int32_t 
 
 strix_status cuda_avg_pool_forward(strix_backend *be, const float *in, float *out, size_t planes,
                                    size_t h, size_t w, const strix_conv_geom *g) {
-    STRIX_ASSERT(g->stride_h > 0 && g->stride_w > 0, "avg_pool_forward: stride 0");
     size_t oh = strix_conv_out_h(g, h), ow = strix_conv_out_w(g, w), total = planes * oh * ow;
     if (total == 0) return STRIX_OK;
     avg_pool_kernel<<<cuda_blocks(total), CUDA_BLOCK, 0, cuda_stream(be)>>>(in, out, total, h, w,
@@ -86,7 +82,6 @@ strix_status cuda_avg_pool_forward(strix_backend *be, const float *in, float *ou
 
 strix_status cuda_avg_pool_backward(strix_backend *be, const float *grad_out, float *grad_in,
                                     size_t planes, size_t h, size_t w, const strix_conv_geom *g) {
-    STRIX_ASSERT(g->stride_h > 0 && g->stride_w > 0, "avg_pool_backward: stride 0");
     size_t oh = strix_conv_out_h(g, h), ow = strix_conv_out_w(g, w), total = planes * h * w;
     if (total == 0 || oh == 0 || ow == 0) return STRIX_OK; /* no windows: nothing to add */
     avg_pool_backward_kernel<<<cuda_blocks(total), CUDA_BLOCK, 0, cuda_stream(be)>>>(

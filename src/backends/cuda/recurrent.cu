@@ -5,8 +5,8 @@
  *
  * One thread per element (cells) or per output (gru_lrp_hprev), running the element function
  * every backend shares. The argument struct travels by value as a kernel parameter (its slots
- * are device pointers). Same argument checks as the CPU: unknown op -> STRIX_ERR_ARG, a missing
- * slot -> STRIX_ASSERT.
+ * are device pointers). The op and its slots are checked by the public entry point
+ * (src/core/ops_recurrent.c).
  */
 #include "backends/cuda/cuda_internal.h"
 #include "kernels/recurrent.h"
@@ -45,17 +45,7 @@ static __global__ void gru_lrp_hprev_kernel(const float *h_prev, const float *w_
 
 strix_status cuda_recurrent_cell(strix_backend *be, strix_cell_op op, const strix_cell_args *args,
                                  size_t n) {
-    unsigned need_in = 0, need_out = 0;
-    if (!strix_cell_slots(op, &need_in, &need_out))
-        return strix_error(STRIX_ERR_ARG, "recurrent_cell: unknown op %d", (int)op);
-    if (n == 0) return STRIX_OK;
-    STRIX_ASSERT(args != NULL, "recurrent_cell: NULL args");
-    for (int k = 0; k < 10; k++)
-        STRIX_ASSERT(!(need_in >> k & 1u) || args->in[k], "recurrent_cell op %d: in[%d] is NULL",
-                     (int)op, k);
-    for (int k = 0; k < 6; k++)
-        STRIX_ASSERT(!(need_out >> k & 1u) || args->out[k],
-                     "recurrent_cell op %d: out[%d] is NULL", (int)op, k);
+    if (n == 0) return STRIX_OK; /* op and slots: checked by strix_recurrent_cell */
     unsigned blocks = cuda_blocks(n);
     cudaStream_t stream = cuda_stream(be);
     switch (op) {
@@ -89,7 +79,6 @@ strix_status cuda_gru_lrp_hprev(strix_backend *be, const float *h_prev, const fl
                                 float *r_hprev, size_t rows, size_t hidden, float eps) {
     size_t total = rows * hidden;
     if (total == 0) return STRIX_OK;
-    STRIX_ASSERT(h_prev && w_hn && hn && r_term_b && r_hprev, "gru_lrp_hprev: NULL operand");
     gru_lrp_hprev_kernel<<<cuda_blocks(total), CUDA_BLOCK, 0, cuda_stream(be)>>>(
         h_prev, w_hn, hn, r_term_b, direct, r_hprev, rows, hidden, eps);
     return cuda_launched(be, "gru_lrp_hprev");

@@ -15,39 +15,18 @@ static __device__ inline size_t lane_index(void) {
     return (size_t)blockIdx.x * blockDim.x + threadIdx.x;
 }
 
-/* Slots each op reads and writes (bit i = in[i] / out[i]); the CPU's table. */
-static void rl_slots(strix_rl_op op, unsigned *ins, unsigned *outs) {
-    switch (op) {
-    case STRIX_RL_DQN_LOSS: *ins = 0x7, *outs = 0x1; return;
-    case STRIX_RL_DQN_GRAD: *ins = 0x7, *outs = 0x1; return;
-    case STRIX_RL_PG_LOSS: *ins = 0x7, *outs = 0x3; return;
-    case STRIX_RL_PG_GRAD: *ins = 0x7, *outs = 0x1; return;
-    case STRIX_RL_PPO_LOSS: *ins = 0xF, *outs = 0xF; return;
-    case STRIX_RL_PPO_GRAD: *ins = 0x1F, *outs = 0x1; return;
-    case STRIX_RL_DQN_TARGET: *ins = 0xF, *outs = 0x1; return;
-    case STRIX_RL_POLYAK_BLEND: *ins = 0x3, *outs = 0x1; return;
-    }
-    *ins = *outs = 0;
-}
-
 /* Actions copied to the host per chunk when they are checked. */
 #define RL_CHECK_CHUNK 256
 
-/* STRIX_OK if every action in[1][r] (device memory, `rows` floats) is a whole number in
- * [0, cols), else STRIX_ERR_ARG naming the first bad row (the CPU's message). */
+/* strix_rl_check_actions over the actions in[1] (device memory, `rows` floats), copied down a
+ * chunk at a time. */
 static strix_status rl_check_actions(strix_backend *be, const float *actions, size_t rows,
                                      size_t cols) {
     float chunk[RL_CHECK_CHUNK];
     for (size_t r0 = 0; r0 < rows; r0 += RL_CHECK_CHUNK) {
         size_t count = rows - r0 < RL_CHECK_CHUNK ? rows - r0 : RL_CHECK_CHUNK;
         STRIX_TRY(cuda_download(be, chunk, actions + r0, count * sizeof(float)));
-        for (size_t k = 0; k < count; k++) {
-            float action = chunk[k];
-            if (!(action >= 0.0f && action < (float)cols && action == floorf(action)))
-                return strix_error(STRIX_ERR_ARG,
-                                   "rl_rows: action %g of row %zu is not an integer in [0, %zu)",
-                                   (double)action, r0 + k, cols);
-        }
+        STRIX_TRY(strix_rl_check_actions(chunk, count, r0, cols));
     }
     return STRIX_OK;
 }
@@ -59,18 +38,8 @@ static __global__ void rl_rows_kernel(strix_rl_op op, strix_rl_args args, size_t
 }
 
 strix_status cuda_rl_rows(strix_backend *be, strix_rl_op op, const strix_rl_args *args) {
-    STRIX_ASSERT(args != NULL, "rl_rows: NULL args");
-    unsigned ins = 0, outs = 0;
-    rl_slots(op, &ins, &outs);
-    if (ins == 0) return strix_error(STRIX_ERR_ARG, "rl_rows: unknown op %d", (int)op);
-    size_t rows = args->rows, cols = args->cols;
+    size_t rows = args->rows, cols = args->cols; /* op and slots: checked by strix_rl_rows */
     if (rows == 0 || cols == 0) return STRIX_OK;
-    for (int i = 0; i < 5; i++)
-        STRIX_ASSERT(!(ins >> i & 1) || args->in[i] != NULL, "rl_rows op %d: in[%d] is NULL",
-                     (int)op, i);
-    for (int i = 0; i < 4; i++)
-        STRIX_ASSERT(!(outs >> i & 1) || args->out[i] != NULL, "rl_rows op %d: out[%d] is NULL",
-                     (int)op, i);
     size_t lanes = rows;
     if (op == STRIX_RL_POLYAK_BLEND)
         lanes = rows * cols;
