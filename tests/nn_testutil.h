@@ -1,8 +1,9 @@
 /*
- * nn_testutil.h - helpers shared by tests/test_nn.c and tests/test_gpt.c on top of testlib.h
- * (goldens, comparisons, backend list): host<->backend float copies, owned tensors from host
- * data, normal/uniform fills, random values for a whole parameter block, golden int arrays.
- * Test-only; header-only (static inline functions). Knows no module semantics.
+ * nn_testutil.h - helpers shared by the module tests (test_nn.c, test_layers.c, test_gpt.c,
+ * test_lrp.c, ...) on top of testlib.h (goldens, comparisons, backend list): host<->backend float
+ * copies, owned tensors from host data, normal/uniform fills, random values for a whole parameter
+ * block, golden int arrays, per-backend cmocka groups, finite-difference checks of a module's
+ * backward. Test-only; header-only (static inline functions).
  */
 #ifndef STRIX_NN_TESTUTIL_H
 #define STRIX_NN_TESTUTIL_H
@@ -13,6 +14,7 @@
 #include <string.h>
 
 #include "strix/backend.h"
+#include "strix/nn.h"
 #include "strix/params.h"
 #include "testlib.h"
 
@@ -112,6 +114,151 @@ static inline int run_on_each_backend(const char *suite, struct CMUnitTest *test
         failed += _cmocka_run_group_tests(group, tests, n, NULL, NULL);
     }
     return failed;
+}
+
+// ---- a module under test with its own parameter block (needs <cmocka.h> included first) ------
+
+typedef struct built {
+    strix_params ps;
+    strix_module *m;
+} built;
+
+static inline void begin(built *b, strix_backend *be) {
+    strix_params_init_empty(&b->ps, be);
+    b->m = NULL;
+}
+
+/* Allocates the parameters and gives them random values (randomize_params, std 0.3). */
+static inline void finish(built *b, uint64_t seed) {
+    assert_int_equal(strix_params_alloc(&b->ps), STRIX_OK);
+    if (b->ps.total) randomize_params(&b->ps, seed, 0.3);
+}
+
+static inline void release(built *b) {
+    strix_module_free(b->m);
+    strix_params_free(&b->ps);
+}
+
+// ---- finite differences of modules (needs <cmocka.h> included first) --------------------------
+//
+// L = Σ y·R in double, R a fixed random projection of the output; values are perturbed in float
+// (the modules compute in float); central differences with step FD_EPS (1e-3 with kinks, where a
+// coordinate whose one-sided slopes disagree is skipped); |fd − analytic| <= FD_ATOL +
+// FD_RTOL·|analytic|. The reasoning behind the numbers: tests/test_nn.c's header.
+
+#define FD_EPS 1e-2
+#define FD_ATOL 2e-3
+#define FD_RTOL 1e-2
+
+static inline void set_one(strix_backend *be, float *p, size_t i, float v) {
+    assert_int_equal(strix_copy(be, p + i, &v, sizeof v, STRIX_COPY_H2D), STRIX_OK);
+}
+
+static inline float get_one(strix_backend *be, const float *p, size_t i) {
+    float v;
+    assert_int_equal(strix_copy(be, &v, p + i, sizeof v, STRIX_COPY_D2H), STRIX_OK);
+    return v;
+}
+
+typedef struct fd_ctx {
+    strix_backend *be;
+    strix_module *m;
+    strix_tensor *x;       /* input on the backend */
+    float *R;              /* host projection, ny values */
+    size_t ny;
+    bool kinks;            /* skip coordinates whose one-sided slopes disagree (ReLU) */
+    double eps;            /* FD_EPS, or 1e-3 with kinks (crossing one is then rarer) */
+    int checked, skipped;
+    double max_err;
+} fd_ctx;
+
+static inline double fd_loss(fd_ctx *c) {
+    const strix_tensor *y;
+    assert_int_equal(strix_module_forward(c->m, c->x, &y), STRIX_OK);
+    assert_int_equal((size_t)strix_tensor_numel(y), c->ny);
+    float *h = from_backend(c->be, y->data, c->ny);
+    double s = 0.0;
+    for (size_t i = 0; i < c->ny; i++) s += (double)h[i] * (double)c->R[i];
+    free(h);
+    return s;
+}
+
+/* Checks up to n_check coordinates of the backend array p (n floats) against host gradient g. */
+static inline void fd_array(fd_ctx *c, const char *what, float *p, size_t n, const float *g,
+                            int n_check, strix_rng *rng) {
+    double L0 = fd_loss(c);
+    size_t bad = 0;
+    for (int k = 0; k < n_check && (size_t)k < n; k++) {
+        size_t i = (size_t)n_check >= n ? (size_t)k : (size_t)strix_rng_below(rng, n);
+        float v = get_one(c->be, p, i);
+        float vp = (float)(v + c->eps), vm = (float)(v - c->eps);
+        set_one(c->be, p, i, vp);
+        double Lp = fd_loss(c);
+        set_one(c->be, p, i, vm);
+        double Lm = fd_loss(c);
+        set_one(c->be, p, i, v);
+        double fd = (Lp - Lm) / ((double)vp - (double)vm);
+        if (c->kinks) {
+            double sp = (Lp - L0) / ((double)vp - v), sm = (L0 - Lm) / ((double)v - vm);
+            if (fabs(sp - sm) > FD_ATOL + FD_RTOL * fabs(fd)) {
+                c->skipped++;
+                continue;
+            }
+        }
+        double err = fabs(fd - (double)g[i]);
+        if (err > c->max_err) c->max_err = err;
+        c->checked++;
+        if (err > FD_ATOL + FD_RTOL * fabs((double)g[i])) {
+            if (bad++ < 5)
+                fprintf(stderr, "  %s[%zu]: analytic %.6g finite-diff %.6g\n", what, i, g[i], fd);
+        }
+    }
+    fd_loss(c); // leave the module's caches at the unperturbed point
+    assert_int_equal(bad, 0);
+}
+
+/* Full check of module m: x ~ N(0, 1) of the given shape, analytic backward with dy = R, then
+ * finite differences of the input and of every parameter of ps (buffers excluded); at most a
+ * tenth of the coordinates may be skipped at kinks. */
+static inline void fd_module(strix_backend *be, strix_params *ps, strix_module *m, int ndim,
+                             const int64_t *shape, uint64_t seed, bool kinks, int n_check) {
+    strix_rng rng;
+    strix_rng_seed(&rng, seed);
+    size_t nx = 1;
+    for (int d = 0; d < ndim; d++) nx *= (size_t)shape[d];
+    float *xh = malloc(nx * sizeof(float));
+    fill_normal(&rng, xh, nx, 0.0, 1.0);
+    strix_tensor x = tensor_from_host(be, ndim, shape, xh);
+    const strix_tensor *y;
+    assert_int_equal(strix_module_forward(m, &x, &y), STRIX_OK);
+    size_t ny = (size_t)strix_tensor_numel(y);
+    float *R = malloc(ny * sizeof(float));
+    fill_uniform(&rng, R, ny, -1.0, 1.0);
+    strix_tensor dy = tensor_from_host(be, y->ndim, y->shape, R);
+    if (ps->total) assert_int_equal(strix_params_zero_grad(ps), STRIX_OK);
+    const strix_tensor *dx;
+    assert_int_equal(strix_module_backward(m, &dy, &dx), STRIX_OK);
+    assert_non_null(dx);
+    assert_int_equal((size_t)strix_tensor_numel(dx), nx);
+    float *dxh = from_backend(be, dx->data, nx);
+    float *grads = ps->total ? from_backend(be, ps->grad, ps->total) : NULL;
+    fd_ctx c = {.be = be, .m = m, .x = &x, .R = R, .ny = ny, .kinks = kinks,
+                .eps = kinks ? 1e-3 : FD_EPS};
+    fd_array(&c, "input", x.data, nx, dxh, n_check, &rng);
+    for (int i = 0; i < ps->count; i++) {
+        strix_param *p = ps->items[i];
+        if (p->tied_to || p->is_buffer) continue;
+        fd_array(&c, p->name, p->data, p->numel, grads + p->offset, n_check, &rng);
+    }
+    print_message("    %-20s checked %3d skipped %2d max |fd - analytic| %.2e\n", m->vt->type,
+                  c.checked, c.skipped, c.max_err);
+    assert_true(c.skipped * 10 <= c.checked);
+    free(xh);
+    free(R);
+    free(dxh);
+    free(grads);
+    strix_tensor_free(&x);
+    strix_tensor_free(&dy);
 }
 
 /* Number of golden arrays whose name starts with `prefix`. */

@@ -84,18 +84,41 @@ static strix_gpt *load_model(strix_backend *be, const golden_model *gm, const tl
     return g;
 }
 
-static void check_golden_step0(strix_backend *be, const golden_model *gm) {
+/* A golden case: its file, the model with its weights, and its (B, T) batch of ids and targets. */
+typedef struct golden_case {
     tl_golden gf;
-    assert_true(tl_golden_load(gm->file, &gf));
-    strix_gpt *g = load_model(be, gm, &gf);
-    strix_params *ps = strix_gpt_params(g);
-    const tl_array *ids_a = need(&gf, "ids");
-    int32_t *ids = golden_ints(ids_a), *tg = golden_ints(need(&gf, "targets"));
-    int B = (int)ids_a->shape[0], T = (int)ids_a->shape[1];
+    strix_gpt *g;
+    strix_params *ps;
+    int32_t *ids, *tg;
+    int B, T;
+} golden_case;
+
+static void case_open(strix_backend *be, const golden_model *gm, golden_case *k) {
+    assert_true(tl_golden_load(gm->file, &k->gf));
+    k->g = load_model(be, gm, &k->gf);
+    k->ps = strix_gpt_params(k->g);
+    const tl_array *ids_a = need(&k->gf, "ids");
+    k->ids = golden_ints(ids_a);
+    k->tg = golden_ints(need(&k->gf, "targets"));
+    k->B = (int)ids_a->shape[0], k->T = (int)ids_a->shape[1];
+}
+
+static void case_close(golden_case *k) {
+    free(k->ids);
+    free(k->tg);
+    strix_gpt_free(k->g);
+    tl_golden_free(&k->gf);
+}
+
+static void check_golden_step0(strix_backend *be, const golden_model *gm) {
+    golden_case k;
+    case_open(be, gm, &k);
+    strix_gpt *g = k.g;
+    strix_params *ps = k.ps;
     float loss;
     OK(strix_params_zero_grad(ps));
-    OK(strix_gpt_forward(g, ids, tg, B, T, &loss));
-    const tl_array *logits = need(&gf, "logits"), *want_loss = need(&gf, "loss");
+    OK(strix_gpt_forward(g, k.ids, k.tg, k.B, k.T, &loss));
+    const tl_array *logits = need(&k.gf, "logits"), *want_loss = need(&k.gf, "loss");
     int bad = !check_backend(be, "logits", strix_gpt_logits(g), logits->data, logits->count,
                              ATOL, RTOL);
     bad += !tl_check_close("loss", &loss, want_loss->data, 1, ATOL, RTOL);
@@ -106,38 +129,31 @@ static void check_golden_step0(strix_backend *be, const golden_model *gm) {
         if (p->tied_to) continue; // PyTorch lists a tied weight once, with the summed gradient
         char key[160];
         snprintf(key, sizeof key, "grad.%s", p->name);
-        const tl_array *e = need(&gf, key);
+        const tl_array *e = need(&k.gf, key);
         assert_int_equal(e->count, p->numel);
         bad += !check_backend(be, key, p->grad, e->data, p->numel, ATOL, RTOL);
         grads++;
     }
-    assert_int_equal(grads, golden_count_prefix(&gf, "grad."));
+    assert_int_equal(grads, golden_count_prefix(&k.gf, "grad."));
     print_message("    %s: loss %.7f (torch %.7f), %d gradients compared\n", gm->file, loss,
                   want_loss->data[0], grads);
     assert_int_equal(bad, 0);
-    free(ids);
-    free(tg);
-    strix_gpt_free(g);
-    tl_golden_free(&gf);
+    case_close(&k);
 }
 
 static void check_golden_adamw(strix_backend *be, const golden_model *gm) {
-    tl_golden gf;
-    assert_true(tl_golden_load(gm->file, &gf));
-    strix_gpt *g = load_model(be, gm, &gf);
-    strix_params *ps = strix_gpt_params(g);
-    const tl_array *ids_a = need(&gf, "ids");
-    int32_t *ids = golden_ints(ids_a), *tg = golden_ints(need(&gf, "targets"));
-    const tl_array *curve = need(&gf, "adamw_losses");
+    golden_case k;
+    case_open(be, gm, &k);
+    strix_params *ps = k.ps;
+    const tl_array *curve = need(&k.gf, "adamw_losses");
     assert_int_equal(curve->count, 11);
-    int B = (int)ids_a->shape[0], T = (int)ids_a->shape[1];
     strix_adamw_config opt = strix_adamw_defaults(0.1f);
     float losses[11];
     for (int step = 0; step <= 10; step++) {
         OK(strix_params_zero_grad(ps));
-        OK(strix_gpt_forward(g, ids, tg, B, T, &losses[step]));
+        OK(strix_gpt_forward(k.g, k.ids, k.tg, k.B, k.T, &losses[step]));
         if (step == 10) break;
-        OK(strix_gpt_backward(g));
+        OK(strix_gpt_backward(k.g));
         OK(strix_adamw_step(ps, &opt, 1e-3f, step + 1));
     }
     // Same tolerance as step 0: the ten updates move each weight by at most ~1e-2 and the
@@ -151,10 +167,7 @@ static void check_golden_adamw(strix_backend *be, const golden_model *gm) {
     print_message("    %s: AdamW loss %.6f -> %.6f, max |diff| vs torch %.2e\n", gm->file,
                   losses[0], losses[10], worst);
     assert_true(ok);
-    free(ids);
-    free(tg);
-    strix_gpt_free(g);
-    tl_golden_free(&gf);
+    case_close(&k);
 }
 
 static void test_golden_step0(void **state) {
@@ -171,28 +184,21 @@ static void test_golden_adamw(void **state) {
 static void test_grad_accumulates(void **state) {
     strix_backend *be = *state;
     for (size_t mi = 0; mi < sizeof MODELS / sizeof MODELS[0]; mi++) {
-        tl_golden gf;
-        assert_true(tl_golden_load(MODELS[mi].file, &gf));
-        strix_gpt *g = load_model(be, &MODELS[mi], &gf);
-        strix_params *ps = strix_gpt_params(g);
-        const tl_array *ids_a = need(&gf, "ids");
-        int32_t *ids = golden_ints(ids_a), *tg = golden_ints(need(&gf, "targets"));
-        int B = (int)ids_a->shape[0], T = (int)ids_a->shape[1];
+        golden_case k;
+        case_open(be, &MODELS[mi], &k);
+        strix_params *ps = k.ps;
         OK(strix_params_zero_grad(ps));
-        OK(strix_gpt_forward(g, ids, tg, B, T, NULL));
-        OK(strix_gpt_backward(g));
+        OK(strix_gpt_forward(k.g, k.ids, k.tg, k.B, k.T, NULL));
+        OK(strix_gpt_backward(k.g));
         float *once = from_backend(be, ps->grad, ps->total);
-        OK(strix_gpt_forward(g, ids, tg, B, T, NULL));
-        OK(strix_gpt_backward(g));
+        OK(strix_gpt_forward(k.g, k.ids, k.tg, k.B, k.T, NULL));
+        OK(strix_gpt_backward(k.g));
         float *twice = from_backend(be, ps->grad, ps->total);
         for (size_t i = 0; i < ps->total; i++) once[i] *= 2.0f;
         assert_true(tl_check_close("2 x grad", twice, once, ps->total, ATOL, RTOL));
         free(once);
         free(twice);
-        free(ids);
-        free(tg);
-        strix_gpt_free(g);
-        tl_golden_free(&gf);
+        case_close(&k);
     }
 }
 

@@ -30,9 +30,6 @@
 #include "strix/layers.h"
 #include "strix/state_dict.h"
 
-#define FD_EPS 1e-2
-#define FD_ATOL 2e-3
-#define FD_RTOL 1e-2
 #define GOLD_ATOL 1e-4
 #define GOLD_RTOL 1e-4
 
@@ -46,138 +43,7 @@ static const char *in_tmp(const char *name) {
     return path;
 }
 
-// ---- finite differences (the scheme of test_nn.c) ----------------------------------------------
-
-typedef struct fd_ctx {
-    strix_backend *be;
-    strix_module *m;
-    strix_tensor *x;
-    float *R;
-    size_t ny;
-    bool kinks;
-    double eps;
-    int checked, skipped;
-    double max_err;
-} fd_ctx;
-
-static double fd_loss(fd_ctx *c) {
-    const strix_tensor *y;
-    OK(strix_module_forward(c->m, c->x, &y));
-    assert_int_equal((size_t)strix_tensor_numel(y), c->ny);
-    float *h = from_backend(c->be, y->data, c->ny);
-    double s = 0.0;
-    for (size_t i = 0; i < c->ny; i++) s += (double)h[i] * (double)c->R[i];
-    free(h);
-    return s;
-}
-
-static void set_one(strix_backend *be, float *p, size_t i, float v) {
-    OK(strix_copy(be, p + i, &v, sizeof v, STRIX_COPY_H2D));
-}
-
-static float get_one(strix_backend *be, const float *p, size_t i) {
-    float v;
-    OK(strix_copy(be, &v, p + i, sizeof v, STRIX_COPY_D2H));
-    return v;
-}
-
-static void fd_array(fd_ctx *c, const char *what, float *p, size_t n, const float *g, int n_check,
-                     strix_rng *rng) {
-    double L0 = fd_loss(c);
-    size_t bad = 0;
-    for (int k = 0; k < n_check && (size_t)k < n; k++) {
-        size_t i = (size_t)n_check >= n ? (size_t)k : (size_t)strix_rng_below(rng, n);
-        float v = get_one(c->be, p, i);
-        float vp = (float)(v + c->eps), vm = (float)(v - c->eps);
-        set_one(c->be, p, i, vp);
-        double Lp = fd_loss(c);
-        set_one(c->be, p, i, vm);
-        double Lm = fd_loss(c);
-        set_one(c->be, p, i, v);
-        double fd = (Lp - Lm) / ((double)vp - (double)vm);
-        if (c->kinks) {
-            double sp = (Lp - L0) / ((double)vp - v), sm = (L0 - Lm) / ((double)v - vm);
-            if (fabs(sp - sm) > FD_ATOL + FD_RTOL * fabs(fd)) {
-                c->skipped++;
-                continue;
-            }
-        }
-        double err = fabs(fd - (double)g[i]);
-        if (err > c->max_err) c->max_err = err;
-        c->checked++;
-        if (err > FD_ATOL + FD_RTOL * fabs((double)g[i])) {
-            if (bad++ < 5)
-                fprintf(stderr, "  %s[%zu]: analytic %.6g finite-diff %.6g\n", what, i, g[i], fd);
-        }
-    }
-    fd_loss(c);
-    assert_int_equal(bad, 0);
-}
-
-/* Analytic backward with dy = R, then finite differences of the input and of every parameter
- * of ps (buffers excluded). x ~ N(0, 1) of the given shape. */
-static void fd_module(strix_backend *be, strix_params *ps, strix_module *m, int ndim,
-                      const int64_t *shape, uint64_t seed, bool kinks, int n_check) {
-    strix_rng rng;
-    strix_rng_seed(&rng, seed);
-    size_t nx = 1;
-    for (int d = 0; d < ndim; d++) nx *= (size_t)shape[d];
-    float *xh = malloc(nx * sizeof(float));
-    fill_normal(&rng, xh, nx, 0.0, 1.0);
-    strix_tensor x = tensor_from_host(be, ndim, shape, xh);
-    const strix_tensor *y;
-    OK(strix_module_forward(m, &x, &y));
-    size_t ny = (size_t)strix_tensor_numel(y);
-    float *R = malloc(ny * sizeof(float));
-    fill_uniform(&rng, R, ny, -1.0, 1.0);
-    strix_tensor dy = tensor_from_host(be, y->ndim, y->shape, R);
-    if (ps->total) OK(strix_params_zero_grad(ps));
-    const strix_tensor *dx;
-    OK(strix_module_backward(m, &dy, &dx));
-    assert_non_null(dx);
-    assert_int_equal((size_t)strix_tensor_numel(dx), nx);
-    float *dxh = from_backend(be, dx->data, nx);
-    float *grads = ps->total ? from_backend(be, ps->grad, ps->total) : NULL;
-    fd_ctx c = {.be = be, .m = m, .x = &x, .R = R, .ny = ny, .kinks = kinks,
-                .eps = kinks ? 1e-3 : FD_EPS};
-    fd_array(&c, "input", x.data, nx, dxh, n_check, &rng);
-    for (int i = 0; i < ps->count; i++) {
-        strix_param *p = ps->items[i];
-        if (p->tied_to || p->is_buffer) continue;
-        fd_array(&c, p->name, p->data, p->numel, grads + p->offset, n_check, &rng);
-    }
-    print_message("    %-18s checked %3d skipped %2d max |fd - analytic| %.2e\n", m->vt->type,
-                  c.checked, c.skipped, c.max_err);
-    assert_true(c.skipped * 10 <= c.checked);
-    free(xh);
-    free(R);
-    free(dxh);
-    free(grads);
-    strix_tensor_free(&x);
-    strix_tensor_free(&dy);
-}
-
 // ---- builders ----------------------------------------------------------------------------------
-
-typedef struct built {
-    strix_params ps;
-    strix_module *m;
-} built;
-
-static void begin(built *b, strix_backend *be) {
-    strix_params_init_empty(&b->ps, be);
-    b->m = NULL;
-}
-
-static void finish(built *b, uint64_t seed) {
-    OK(strix_params_alloc(&b->ps));
-    if (b->ps.total) randomize_params(&b->ps, seed, 0.3);
-}
-
-static void release(built *b) {
-    strix_module_free(b->m);
-    strix_params_free(&b->ps);
-}
 
 static strix_conv2d *conv(strix_params *ps, const char *name, int ic, int oc, int kh, int kw,
                           int sh, int sw, int ph, int pw, bool bias) {
@@ -271,6 +137,13 @@ static void load_golden(const char *file, tl_golden *gf) {
     char path[256];
     snprintf(path, sizeof path, "tests/golden/layers/%s", file);
     assert_true(tl_golden_load(path, gf));
+}
+
+/* The CNN with torch's weights (cnn_torch.st) and its golden file (cnn.bin). */
+static void cnn_torch(strix_backend *be, cnn *n, tl_golden *gf) {
+    cnn_build(be, n);
+    OK(strix_state_dict_load(&n->ps, "tests/golden/layers/cnn_torch.st", true));
+    load_golden("cnn.bin", gf);
 }
 
 /* Uploads every "param.<name>" array into the parameter <name> (which must exist). */
@@ -513,10 +386,8 @@ static void test_golden_residual(void **state) {
 static void test_golden_cnn(void **state) {
     strix_backend *be = *state;
     cnn n;
-    cnn_build(be, &n);
-    OK(strix_state_dict_load(&n.ps, "tests/golden/layers/cnn_torch.st", true));
     tl_golden gf;
-    load_golden("cnn.bin", &gf);
+    cnn_torch(be, &n, &gf);
     int bad = 0;
     char key[160];
     for (int i = 0; i < n.ps.count; i++) {
@@ -744,10 +615,8 @@ static void test_train_eval_modes(void **state) {
 static void test_bn_fold(void **state) {
     strix_backend *be = *state;
     cnn n;
-    cnn_build(be, &n);
-    OK(strix_state_dict_load(&n.ps, "tests/golden/layers/cnn_torch.st", true));
     tl_golden gf;
-    load_golden("cnn.bin", &gf);
+    cnn_torch(be, &n, &gf);
     const tl_array *x = need(&gf, "x");
     strix_tensor xt = tensor_from_host(be, x->ndim, x->shape, x->data);
     strix_module_set_training(&n.seq->base, false);

@@ -28,144 +28,12 @@
 #include "strix/gpt.h"
 #include "strix/nn.h"
 
-#define FD_EPS 1e-2
-#define FD_ATOL 2e-3
-#define FD_RTOL 1e-2
 #define GOLD_ATOL 1e-5
 #define GOLD_RTOL 1e-4
 
 #define OK(expr) assert_int_equal((expr), STRIX_OK)
 
-// ---- finite differences for float->float modules -----------------------------------------------
-
-typedef struct fd_ctx {
-    strix_backend *be;
-    strix_module *m;
-    strix_tensor *x;       /* input on the backend */
-    float *R;              /* host projection, ny values */
-    size_t ny;
-    bool kinks;            /* skip coordinates whose one-sided slopes disagree (ReLU) */
-    double eps;            /* FD_EPS, or 1e-3 with kinks (crossing one is then rarer) */
-    int checked, skipped;
-    double max_err;
-} fd_ctx;
-
-static double fd_loss(fd_ctx *c) {
-    const strix_tensor *y;
-    OK(strix_module_forward(c->m, c->x, &y));
-    assert_int_equal((size_t)strix_tensor_numel(y), c->ny);
-    float *h = from_backend(c->be, y->data, c->ny);
-    double s = 0.0;
-    for (size_t i = 0; i < c->ny; i++) s += (double)h[i] * (double)c->R[i];
-    free(h);
-    return s;
-}
-
-static void set_one(strix_backend *be, float *p, size_t i, float v) {
-    OK(strix_copy(be, p + i, &v, sizeof v, STRIX_COPY_H2D));
-}
-
-static float get_one(strix_backend *be, const float *p, size_t i) {
-    float v;
-    OK(strix_copy(be, &v, p + i, sizeof v, STRIX_COPY_D2H));
-    return v;
-}
-
-/* Checks up to n_check coordinates of the backend array p (n floats) against host gradient g. */
-static void fd_array(fd_ctx *c, const char *what, float *p, size_t n, const float *g, int n_check,
-                     strix_rng *rng) {
-    double L0 = fd_loss(c);
-    size_t bad = 0;
-    for (int k = 0; k < n_check && (size_t)k < n; k++) {
-        size_t i = (size_t)n_check >= n ? (size_t)k : (size_t)strix_rng_below(rng, n);
-        float v = get_one(c->be, p, i);
-        float vp = (float)(v + c->eps), vm = (float)(v - c->eps);
-        set_one(c->be, p, i, vp);
-        double Lp = fd_loss(c);
-        set_one(c->be, p, i, vm);
-        double Lm = fd_loss(c);
-        set_one(c->be, p, i, v);
-        double fd = (Lp - Lm) / ((double)vp - (double)vm);
-        if (c->kinks) {
-            double sp = (Lp - L0) / ((double)vp - v), sm = (L0 - Lm) / ((double)v - vm);
-            if (fabs(sp - sm) > FD_ATOL + FD_RTOL * fabs(fd)) {
-                c->skipped++;
-                continue;
-            }
-        }
-        double err = fabs(fd - (double)g[i]);
-        if (err > c->max_err) c->max_err = err;
-        c->checked++;
-        if (err > FD_ATOL + FD_RTOL * fabs((double)g[i])) {
-            if (bad++ < 5)
-                fprintf(stderr, "  %s[%zu]: analytic %.6g finite-diff %.6g\n", what, i, g[i], fd);
-        }
-    }
-    fd_loss(c); // leave the module's caches at the unperturbed point
-    assert_int_equal(bad, 0);
-}
-
-/* Full check of module m over input x (host values xh with shape): analytic backward with
- * dy = R, then finite differences of the input and of every parameter of ps. */
-static void fd_module(strix_backend *be, strix_params *ps, strix_module *m, int ndim,
-                      const int64_t *shape, uint64_t seed, bool kinks, int n_check) {
-    strix_rng rng;
-    strix_rng_seed(&rng, seed);
-    size_t nx = 1;
-    for (int d = 0; d < ndim; d++) nx *= (size_t)shape[d];
-    float *xh = malloc(nx * sizeof(float));
-    fill_normal(&rng, xh, nx, 0.0, 1.0);
-    strix_tensor x = tensor_from_host(be, ndim, shape, xh);
-
-    const strix_tensor *y;
-    OK(strix_module_forward(m, &x, &y));
-    size_t ny = (size_t)strix_tensor_numel(y);
-    float *R = malloc(ny * sizeof(float));
-    fill_uniform(&rng, R, ny, -1.0, 1.0);
-    strix_tensor dy = tensor_from_host(be, y->ndim, y->shape, R);
-    OK(strix_params_zero_grad(ps));
-    const strix_tensor *dx;
-    OK(strix_module_backward(m, &dy, &dx));
-    assert_non_null(dx);
-    assert_int_equal((size_t)strix_tensor_numel(dx), nx);
-    float *dxh = from_backend(be, dx->data, nx);
-    float *grads = from_backend(be, ps->grad, ps->total);
-
-    fd_ctx c = {.be = be, .m = m, .x = &x, .R = R, .ny = ny, .kinks = kinks,
-                .eps = kinks ? 1e-3 : FD_EPS};
-    fd_array(&c, "input", x.data, nx, dxh, n_check, &rng);
-    for (int i = 0; i < ps->count; i++) {
-        strix_param *p = ps->items[i];
-        if (p->tied_to) continue;
-        fd_array(&c, p->name, p->data, p->numel, grads + p->offset, n_check, &rng);
-    }
-    print_message("    %-20s checked %d skipped %d max |fd - analytic| %.2e\n", m->vt->type,
-                  c.checked, c.skipped, c.max_err);
-    assert_true(c.skipped * 10 <= c.checked);
-    free(xh);
-    free(R);
-    free(dxh);
-    free(grads);
-    strix_tensor_free(&x);
-    strix_tensor_free(&dy);
-}
-
 // ---- module builders ---------------------------------------------------------------------------
-
-typedef struct built {
-    strix_params ps;
-    strix_module *m;
-} built;
-
-static void finish(built *b, uint64_t seed) {
-    OK(strix_params_alloc(&b->ps));
-    randomize_params(&b->ps, seed, 0.3);
-}
-
-static void release(built *b) {
-    strix_module_free(b->m);
-    strix_params_free(&b->ps);
-}
 
 static strix_attention_config attn_cfg(int C, int NH, const int *sizes, bool rope) {
     strix_attention_config a = {.d_model = C, .n_head = NH, .head_sizes = sizes,
@@ -180,7 +48,7 @@ static void test_fd_linear(void **state) {
     strix_backend *be = *state;
     for (int with_bias = 0; with_bias < 2; with_bias++) {
         built b;
-        strix_params_init_empty(&b.ps, be);
+        begin(&b, be);
         strix_linear *l;
         OK(strix_linear_new(&b.ps, "m", 5, 7, with_bias, 0.02f, NULL, &l));
         b.m = &l->base;
@@ -241,7 +109,7 @@ static void test_fd_layernorm(void **state) {
     strix_backend *be = *state;
     for (int with_bias = 0; with_bias < 2; with_bias++) {
         built b;
-        strix_params_init_empty(&b.ps, be);
+        begin(&b, be);
         strix_layernorm *ln;
         OK(strix_layernorm_new(&b.ps, "m", 16, with_bias, 1e-5f, &ln));
         b.m = &ln->base;
@@ -255,7 +123,7 @@ static void test_fd_layernorm(void **state) {
 static void fd_attention(strix_backend *be, int C, int NH, const int *sizes, bool rope, int B,
                          int T, uint64_t seed) {
     built b;
-    strix_params_init_empty(&b.ps, be);
+    begin(&b, be);
     strix_attention *a;
     strix_attention_config cfg = attn_cfg(C, NH, sizes, rope);
     OK(strix_attention_new(&b.ps, "m", &cfg, &a));
@@ -280,7 +148,7 @@ static void test_fd_mlp(void **state) {
     strix_backend *be = *state;
     for (int act = 0; act < 2; act++) {
         built b;
-        strix_params_init_empty(&b.ps, be);
+        begin(&b, be);
         strix_mlp *m;
         OK(strix_mlp_new(&b.ps, "m", 16, 24, (strix_activation_kind)act, true, 0.02f, 0.02f, &m));
         b.m = &m->base;
@@ -295,7 +163,7 @@ static void test_fd_block(void **state) {
     strix_backend *be = *state;
     for (int variant = 0; variant < 2; variant++) {
         built b;
-        strix_params_init_empty(&b.ps, be);
+        begin(&b, be);
         int hetero[2] = {6, 10};
         strix_block_config cfg = {.attn = attn_cfg(16, variant ? 2 : 4, variant ? hetero : NULL,
                                                    variant == 1),
@@ -479,14 +347,14 @@ static void golden_module(strix_backend *be, strix_params *ps, strix_module *m,
 static void test_golden_linear_layernorm(void **state) {
     strix_backend *be = *state;
     built b;
-    strix_params_init_empty(&b.ps, be);
+    begin(&b, be);
     strix_linear *l;
     OK(strix_linear_new(&b.ps, "m", 5, 7, true, 0.02f, NULL, &l));
     b.m = &l->base;
     golden_module(be, &b.ps, b.m, "linear.bin");
     release(&b);
 
-    strix_params_init_empty(&b.ps, be);
+    begin(&b, be);
     strix_layernorm *ln;
     OK(strix_layernorm_new(&b.ps, "m", 16, true, 1e-5f, &ln));
     b.m = &ln->base;
@@ -497,7 +365,7 @@ static void test_golden_linear_layernorm(void **state) {
 static void test_golden_attention(void **state) {
     strix_backend *be = *state;
     built b;
-    strix_params_init_empty(&b.ps, be);
+    begin(&b, be);
     strix_attention *a;
     strix_attention_config cfg = attn_cfg(16, 2, NULL, false);
     OK(strix_attention_new(&b.ps, "m", &cfg, &a));
@@ -506,7 +374,7 @@ static void test_golden_attention(void **state) {
     release(&b);
 
     int sizes[2] = {4, 12};
-    strix_params_init_empty(&b.ps, be);
+    begin(&b, be);
     cfg = attn_cfg(16, 2, sizes, true);
     OK(strix_attention_new(&b.ps, "m", &cfg, &a));
     b.m = &a->base;
@@ -533,7 +401,7 @@ static void test_golden_mlp_block(void **state) {
     const char *files[2] = {"mlp_gelu.bin", "mlp_relu.bin"};
     for (int act = 0; act < 2; act++) {
         built b;
-        strix_params_init_empty(&b.ps, be);
+        begin(&b, be);
         strix_mlp *m;
         OK(strix_mlp_new(&b.ps, "m", 16, 24, (strix_activation_kind)act, true, 0.02f, 0.02f, &m));
         b.m = &m->base;
@@ -541,7 +409,7 @@ static void test_golden_mlp_block(void **state) {
         release(&b);
     }
     built b;
-    strix_params_init_empty(&b.ps, be);
+    begin(&b, be);
     strix_block_config cfg = {.attn = attn_cfg(16, 4, NULL, false), .d_ff = 32,
                               .act = STRIX_ACTIVATION_GELU, .ln_eps = 1e-5f, .bias = true};
     strix_block *blk;
