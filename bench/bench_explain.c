@@ -31,31 +31,16 @@
 #include "strix/attribution.h"
 #include "strix/lrp.h"
 
-#define CLASSES 10
+#include "bench_util.h"
+
+#define CLASSES BENCH_ZOO_CLASSES
 #define MAX_KINDS 6
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-/* Median of v[0..n) (sorts v). */
-static double median(double *v, int n) {
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return v[n / 2];
-}
 
 typedef struct opts {
     int reps, warmup, ig_steps, ig_rows;
 } opts;
 
-// ---- the zoo models (as bench_zoo.c builds them) -----------------------------------------------
+// ---- the zoo models (bench_util.h, as bench_zoo.c builds them) ---------------------------------
 
 typedef struct zoo {
     strix_params ps;
@@ -63,63 +48,11 @@ typedef struct zoo {
     strix_tensor x, dy;
 } zoo;
 
-static strix_status add_linear(zoo *z, int in, int out, bool first) {
-    char name[STRIX_PARAM_NAME_MAX];
-    strix_linear *lin;
-    STRIX_TRY(strix_sequential_child_name(z->net, name));
-    STRIX_TRY(strix_linear_new_default(&z->ps, name, in, out, true, &lin));
-    STRIX_TRY(strix_sequential_add(z->net, &lin->base));
-    if (first) lin->need_input_grad = false;
-    return STRIX_OK;
-}
-
-static strix_status add_relu(zoo *z) {
-    strix_activation *relu;
-    STRIX_TRY(strix_activation_new(z->ps.be, STRIX_ACT_RELU, &relu));
-    return strix_sequential_add(z->net, &relu->base);
-}
-
-static strix_status build_mlp(zoo *z) {
-    STRIX_TRY(add_linear(z, 256, 512, true));
-    STRIX_TRY(add_relu(z));
-    STRIX_TRY(add_linear(z, 512, 512, false));
-    STRIX_TRY(add_relu(z));
-    return add_linear(z, 512, CLASSES, false);
-}
-
-static strix_status build_cnn(zoo *z) {
-    const int chans[3] = {3, 32, 64};
-    char name[STRIX_PARAM_NAME_MAX];
-    for (int i = 0; i < 2; i++) {
-        strix_conv2d_config cc = {.in_channels = chans[i], .out_channels = chans[i + 1],
-                                  .kernel_h = 3, .kernel_w = 3, .pad_h = 1, .pad_w = 1,
-                                  .bias = true};
-        strix_conv2d *conv;
-        STRIX_TRY(strix_sequential_child_name(z->net, name));
-        STRIX_TRY(strix_conv2d_new(&z->ps, name, &cc, &conv));
-        STRIX_TRY(strix_sequential_add(z->net, &conv->base));
-        if (i == 0) conv->need_input_grad = false;
-        strix_batchnorm *bn;
-        STRIX_TRY(strix_sequential_child_name(z->net, name));
-        STRIX_TRY(strix_batchnorm2d_new(&z->ps, name, chans[i + 1], 1e-5f, 0.1f, &bn));
-        STRIX_TRY(strix_sequential_add(z->net, &bn->base));
-        STRIX_TRY(add_relu(z));
-        strix_pool2d_config pc = {.kernel_h = 2, .kernel_w = 2};
-        strix_maxpool2d *pool;
-        STRIX_TRY(strix_maxpool2d_new(z->ps.be, &pc, &pool));
-        STRIX_TRY(strix_sequential_add(z->net, &pool->base));
-    }
-    strix_flatten *flat;
-    STRIX_TRY(strix_flatten_new(z->ps.be, 1, -1, &flat));
-    STRIX_TRY(strix_sequential_add(z->net, &flat->base));
-    return add_linear(z, 64 * 8 * 8, CLASSES, false);
-}
-
 static strix_status zoo_build(strix_backend *be, bool cnn, zoo *z) {
     memset(z, 0, sizeof *z);
     strix_params_init_empty(&z->ps, be);
     STRIX_TRY(strix_sequential_new(be, "", &z->net));
-    STRIX_TRY(cnn ? build_cnn(z) : build_mlp(z));
+    STRIX_TRY(cnn ? bench_zoo_cnn(&z->ps, z->net) : bench_zoo_mlp(&z->ps, z->net));
     STRIX_TRY(strix_params_alloc(&z->ps));
     STRIX_TRY(strix_params_init(&z->ps, 1337));
     int64_t cnn_shape[4] = {32, 3, 32, 32}, mlp_shape[2] = {64, 256};
@@ -205,12 +138,12 @@ static strix_status zoo_once(zoo *z, int k, const opts *o) {
 /* Prints one model's line: the reference and each explainer with its ratio. */
 static void report(const char *backend, const char *model, const bool *on, double *t, int reps,
                    const opts *o) {
-    double ref = median(t + (size_t)K_REF * reps, reps);
+    double ref = bench_median(t + (size_t)K_REF * reps, reps);
     printf("explain %s %s threads %d  %s %.3f ms", backend, model, strix_get_num_threads(),
            kind_names[K_REF], 1e3 * ref);
     for (int k = 1; k < K_N; k++) {
         if (!on[k]) continue;
-        double m = median(t + (size_t)k * reps, reps);
+        double m = bench_median(t + (size_t)k * reps, reps);
         if (k == K_IG)
             printf(" | ig%d %.3f ms %.2fx", o->ig_steps, 1e3 * m, m / ref);
         else
@@ -232,10 +165,11 @@ static strix_status bench_zoo_model(strix_backend *be, const char *backend, bool
             if (!on[k]) continue;
             s = zoo_prepare(&z, k);
             if (s != STRIX_OK) break;
-            double t0 = now_s();
+            double t0 = bench_now_s();
             s = zoo_once(&z, k, o);
             if (s == STRIX_OK) s = strix_sync(be);
-            if (r >= o->warmup) t[(size_t)k * o->reps + (size_t)(r - o->warmup)] = now_s() - t0;
+            if (r >= o->warmup)
+                t[(size_t)k * o->reps + (size_t)(r - o->warmup)] = bench_now_s() - t0;
         }
     }
     if (s == STRIX_OK) report(backend, cnn ? "cnn" : "mlp", on, t, o->reps, o);
@@ -262,21 +196,21 @@ static strix_status bench_gpt_model(strix_backend *be, const char *backend, cons
     if (s == STRIX_OK && !t) s = strix_error(STRIX_ERR_ALLOC, "times");
     for (int r = 0; s == STRIX_OK && r < o->warmup + o->reps; r++) {
         int k = r - o->warmup;
-        double t0 = now_s();
+        double t0 = bench_now_s();
         float loss;
         s = strix_gpt_forward(g, ids, ids + 1, 1, T, &loss);
         if (s == STRIX_OK) s = strix_gpt_backward(g);
         if (s == STRIX_OK) s = strix_sync(be);
-        double t1 = now_s();
+        double t1 = bench_now_s();
         strix_gpt_explanation e;
         if (s == STRIX_OK) s = strix_gpt_explain(g, ids, T, &ec, &e);
         if (s == STRIX_OK) strix_gpt_explanation_free(&e);
         if (s == STRIX_OK) s = strix_sync(be);
-        double t2 = now_s();
+        double t2 = bench_now_s();
         if (k >= 0) t[k] = t1 - t0, t[o->reps + k] = t2 - t1;
     }
     if (s == STRIX_OK) {
-        double ref = median(t, o->reps), ex = median(t + o->reps, o->reps);
+        double ref = bench_median(t, o->reps), ex = bench_median(t + o->reps, o->reps);
         printf("explain %s gpt threads %d  fwd+bwd(B1,T%d) %.3f ms | attnlrp %.3f ms %.2fx\n",
                backend, strix_get_num_threads(), T, 1e3 * ref, 1e3 * ex, ex / ref);
         fflush(stdout);

@@ -15,18 +15,9 @@
 
 #include "strix/backend.h"
 
+#include "bench_util.h"
+
 #define DEFAULT_GHZ 2.445
-
-static double now_seconds(void) {
-    struct timespec ts;
-    timespec_get(&ts, TIME_UTC);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int compare_doubles(const void *x, const void *y) {
-    double a = *(const double *)x, b = *(const double *)y;
-    return (a > b) - (a < b);
-}
 
 typedef struct gemm_shape {
     const char *label;
@@ -57,7 +48,7 @@ static double time_gemm(strix_backend *be, const gemm_shape *s, int repeats) {
     };
     double *times = malloc((size_t)repeats * sizeof *times);
     for (int r = -1; r < repeats; r++) {
-        double start = now_seconds();
+        double start = bench_now_s();
         strix_status st = s->batch ? strix_gemm_batched(be, &g)
                                    : strix_gemm_ex(be, a, s->ta, b, s->tb, c, s->m, s->k, s->n,
                                                    0.0f);
@@ -65,10 +56,9 @@ static double time_gemm(strix_backend *be, const gemm_shape *s, int repeats) {
             fprintf(stderr, "gemm failed: %s\n", strix_last_error());
             exit(1);
         }
-        if (r >= 0) times[r] = now_seconds() - start;
+        if (r >= 0) times[r] = bench_now_s() - start;
     }
-    qsort(times, (size_t)repeats, sizeof *times, compare_doubles);
-    double median = times[repeats / 2];
+    double median = bench_median(times, repeats);
     free(times), free(a), free(b), free(c);
     return median;
 }

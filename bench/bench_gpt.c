@@ -20,16 +20,7 @@
 #include "strix/gpt.h"
 #include "strix/optim.h"
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
+#include "bench_util.h"
 
 static int die(const char *what) {
     fprintf(stderr, "bench_gpt: %s: %s\n", what, strix_last_error());
@@ -90,16 +81,15 @@ int main(int argc, char **argv) {
     for (int step = 0; step < warmup + steps; step++) {
         if (strix_corpus_batch_random(&corpus, STRIX_SPLIT_TRAIN, &rng, B, T, ids, targets))
             return die("batch");
-        double t0 = now_s();
+        double t0 = bench_now_s();
         double norm;
         if (strix_params_zero_grad(ps) || strix_gpt_forward(gpt, ids, targets, B, T, &loss) ||
             strix_gpt_backward(gpt) || strix_clip_grad_norm(ps, 1.0f, &norm) ||
             strix_adamw_step(ps, &opt, 1e-3f, step + 1) || strix_sync(be))
             return die("step");
-        if (step >= warmup) times[step - warmup] = now_s() - t0;
+        if (step >= warmup) times[step - warmup] = bench_now_s() - t0;
     }
-    qsort(times, (size_t)steps, sizeof *times, cmp_double);
-    double ms = 1e3 * times[steps / 2];
+    double ms = 1e3 * bench_median(times, steps);
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     printf("strix %s threads %d ms/step %.1f tok/s %.0f maxrss_mb %.0f loss %.4f\n", backend,

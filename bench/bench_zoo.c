@@ -25,25 +25,10 @@
 #include "strix/layers.h"
 #include "strix/loss.h"
 
-#define CLASSES 10
+#include "bench_util.h"
+
+#define CLASSES BENCH_ZOO_CLASSES
 #define MAX_CHILDREN 16
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-/* Median of v[0..n) (sorts v). */
-static double median(double *v, int n) {
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return v[n / 2];
-}
 
 typedef struct model {
     const char *name;
@@ -52,58 +37,6 @@ typedef struct model {
     int ndim;                   /* input shape */
     int64_t shape[4];
 } model;
-
-static strix_status add_linear(model *md, int in, int out, bool first) {
-    char name[STRIX_PARAM_NAME_MAX];
-    strix_linear *lin;
-    STRIX_TRY(strix_sequential_child_name(md->net, name));
-    STRIX_TRY(strix_linear_new_default(&md->ps, name, in, out, true, &lin));
-    STRIX_TRY(strix_sequential_add(md->net, &lin->base));
-    if (first) lin->need_input_grad = false; // PyTorch computes no input gradient either
-    return STRIX_OK;
-}
-
-static strix_status add_relu(model *md) {
-    strix_activation *relu;
-    STRIX_TRY(strix_activation_new(md->ps.be, STRIX_ACT_RELU, &relu));
-    return strix_sequential_add(md->net, &relu->base);
-}
-
-static strix_status build_mlp(model *md) {
-    STRIX_TRY(add_linear(md, 256, 512, true));
-    STRIX_TRY(add_relu(md));
-    STRIX_TRY(add_linear(md, 512, 512, false));
-    STRIX_TRY(add_relu(md));
-    return add_linear(md, 512, CLASSES, false);
-}
-
-static strix_status build_cnn(model *md) {
-    const int chans[3] = {3, 32, 64};
-    char name[STRIX_PARAM_NAME_MAX];
-    for (int i = 0; i < 2; i++) {
-        strix_conv2d_config cc = {.in_channels = chans[i], .out_channels = chans[i + 1],
-                                  .kernel_h = 3, .kernel_w = 3, .pad_h = 1, .pad_w = 1,
-                                  .bias = true};
-        strix_conv2d *conv;
-        STRIX_TRY(strix_sequential_child_name(md->net, name));
-        STRIX_TRY(strix_conv2d_new(&md->ps, name, &cc, &conv));
-        STRIX_TRY(strix_sequential_add(md->net, &conv->base));
-        if (i == 0) conv->need_input_grad = false;
-        strix_batchnorm *bn;
-        STRIX_TRY(strix_sequential_child_name(md->net, name));
-        STRIX_TRY(strix_batchnorm2d_new(&md->ps, name, chans[i + 1], 1e-5f, 0.1f, &bn));
-        STRIX_TRY(strix_sequential_add(md->net, &bn->base));
-        STRIX_TRY(add_relu(md));
-        strix_pool2d_config pc = {.kernel_h = 2, .kernel_w = 2};
-        strix_maxpool2d *pool;
-        STRIX_TRY(strix_maxpool2d_new(md->ps.be, &pc, &pool));
-        STRIX_TRY(strix_sequential_add(md->net, &pool->base));
-    }
-    strix_flatten *flat;
-    STRIX_TRY(strix_flatten_new(md->ps.be, 1, -1, &flat));
-    STRIX_TRY(strix_sequential_add(md->net, &flat->base));
-    return add_linear(md, 64 * 8 * 8, CLASSES, false);
-}
 
 /* Times one model; prints its line (and the profile). Returns a status. */
 static strix_status bench(strix_backend *be, const char *backend, bool cnn, int steps, int warmup,
@@ -119,7 +52,7 @@ static strix_status bench(strix_backend *be, const char *backend, bool cnn, int 
     const size_t B = (size_t)md.shape[0];
     strix_params_init_empty(&md.ps, be);
     strix_status s = strix_sequential_new(be, "", &md.net);
-    if (s == STRIX_OK) s = cnn ? build_cnn(&md) : build_mlp(&md);
+    if (s == STRIX_OK) s = cnn ? bench_zoo_cnn(&md.ps, md.net) : bench_zoo_mlp(&md.ps, md.net);
     if (s == STRIX_OK) s = strix_params_alloc(&md.ps);
     if (s == STRIX_OK) s = strix_params_init(&md.ps, 1337);
 
@@ -160,40 +93,41 @@ static strix_status bench(strix_backend *be, const char *backend, bool cnn, int 
         int k = step - warmup;
         double t[PH_N + 1];
         const strix_tensor *cur = &x;
-        t[0] = now_s();
+        t[0] = bench_now_s();
         s = strix_params_zero_grad(&md.ps);
         if (profile && s == STRIX_OK) s = strix_sync(be);
-        t[1] = now_s();
+        t[1] = bench_now_s();
         if (!profile) {
             if (s == STRIX_OK) s = strix_module_forward(&md.net->base, &x, &cur);
         } else {
             for (int i = 0; s == STRIX_OK && i < nc; i++) {
-                double c0 = now_s();
+                double c0 = bench_now_s();
                 s = strix_module_forward(strix_sequential_at(md.net, i), cur, &cur);
                 if (s == STRIX_OK) s = strix_sync(be);
-                if (k >= 0) child[((size_t)k * 2) * MAX_CHILDREN + (size_t)i] = now_s() - c0;
+                if (k >= 0) child[((size_t)k * 2) * MAX_CHILDREN + (size_t)i] = bench_now_s() - c0;
             }
         }
-        t[2] = now_s();
+        t[2] = bench_now_s();
         if (s == STRIX_OK)
             s = strix_cross_entropy_loss(&ws, cur->data, labels, B, CLASSES,
                                          STRIX_REDUCTION_MEAN, 0.0f, dlogits.data, 1.0f, &loss);
-        t[3] = now_s();
+        t[3] = bench_now_s();
         const strix_tensor *g = &dlogits;
         if (!profile) {
             if (s == STRIX_OK) s = strix_module_backward(&md.net->base, &dlogits, &g);
         } else {
             for (int i = nc - 1; s == STRIX_OK && i >= 0; i--) {
-                double c0 = now_s();
+                double c0 = bench_now_s();
                 s = strix_module_backward(strix_sequential_at(md.net, i), g, &g);
                 if (s == STRIX_OK) s = strix_sync(be);
-                if (k >= 0) child[((size_t)k * 2 + 1) * MAX_CHILDREN + (size_t)i] = now_s() - c0;
+                if (k >= 0)
+                    child[((size_t)k * 2 + 1) * MAX_CHILDREN + (size_t)i] = bench_now_s() - c0;
             }
         }
-        t[4] = now_s();
+        t[4] = bench_now_s();
         if (s == STRIX_OK) s = strix_optimizer_step(opt, 1e-3f);
         if (s == STRIX_OK) s = strix_sync(be);
-        t[5] = now_s();
+        t[5] = bench_now_s();
         if (k >= 0) {
             times[k] = t[5] - t[0];
             for (int p = 0; p < PH_N; p++) phase[(size_t)p * steps + k] = t[p + 1] - t[p];
@@ -203,13 +137,13 @@ static strix_status bench(strix_backend *be, const char *backend, bool cnn, int 
         struct rusage ru;
         getrusage(RUSAGE_SELF, &ru);
         printf("strix %s %s threads %d ms/step %.3f maxrss_mb %.0f loss %.4f\n", backend,
-               md.name, strix_get_num_threads(), 1e3 * median(times, steps),
+               md.name, strix_get_num_threads(), 1e3 * bench_median(times, steps),
                (double)ru.ru_maxrss / 1024.0, loss);
         if (profile) {
             static const char *names[PH_N] = {"zero_grad", "forward", "loss", "backward",
                                               "optimizer"};
             for (int p = 0; p < PH_N; p++)
-                printf("  %-10s %8.3f ms\n", names[p], 1e3 * median(phase + (size_t)p * steps,
+                printf("  %-10s %8.3f ms\n", names[p], 1e3 * bench_median(phase + (size_t)p * steps,
                                                                     steps));
             double *tmp = malloc(sizeof(double) * (size_t)steps);
             for (int i = 0; tmp && i < nc; i++) {
@@ -217,7 +151,7 @@ static strix_status bench(strix_backend *be, const char *backend, bool cnn, int 
                 for (int dir = 0; dir < 2; dir++) {
                     for (int k = 0; k < steps; k++)
                         tmp[k] = child[((size_t)k * 2 + (size_t)dir) * MAX_CHILDREN + (size_t)i];
-                    med[dir] = median(tmp, steps);
+                    med[dir] = bench_median(tmp, steps);
                 }
                 printf("  child %2d %-12s forward %8.3f ms  backward %8.3f ms\n", i,
                        strix_sequential_at(md.net, i)->vt->type, 1e3 * med[0], 1e3 * med[1]);
