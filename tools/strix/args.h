@@ -42,6 +42,20 @@ typedef struct arg_spec {
 #define TESTING_FLAG(name, kind, target, min, max, min_open, meta, help)                         \
     {name, kind, target, min, max, min_open, meta, help, true, false}
 
+/* The flags of the subcommands that run a checkpoint's model (sample, explain), into the fields
+ * of the same names of the flags struct `f` points to: --model, and --threads, --backend and
+ * --device (three entries). */
+#define TOOL_MODEL_FLAG(f)                                                                     \
+    FLAG("model", ARG_STRING, &(f)->model, 0, 0, 0, "CKPT",                                    \
+         "checkpoint written by strix train (required, no default)")
+#define TOOL_RUN_FLAGS(f)                                                                      \
+    FLAG("threads", ARG_INT, &(f)->threads, 0, 4096, 0, "N",                                   \
+         "CPU threads, 0 = all (default 0)"),                                                  \
+        FLAG("backend", ARG_STRING, &(f)->backend, 0, 0, 0, "NAME",                            \
+             "CPU backend: cpu or cpu-blas (default cpu)"),                                    \
+        FLAG("device", ARG_STRING, &(f)->device, 0, 0, 0, "DEV",                               \
+             "cpu, cuda[:N] or hip[:N]: where the model runs (default cpu)")
+
 /* Parses argv[first..argc) into specs. Returns 0 on success, 1 when --help was asked (help
  * printed to stdout), 2 after printing ONE line "strix <cmd>: <problem>" to stderr for an unknown
  * flag, a missing or malformed value, or a value out of range. */

@@ -41,8 +41,7 @@ typedef struct explain_flags {
 
 static void explain_specs(explain_flags *f, arg_spec *s) {
     const arg_spec table[NEXPLAIN_SPECS] = {
-        FLAG("model", ARG_STRING, &f->model, 0, 0, 0, "CKPT",
-             "checkpoint written by strix train (required, no default)"),
+        TOOL_MODEL_FLAG(f),
         FLAG("prompt", ARG_STRING, &f->prompt, 0, 0, 0, "TEXT",
              "text whose next character is explained (required, no default)"),
         FLAG("target", ARG_STRING, &f->target, 0, 0, 0, "C",
@@ -69,11 +68,7 @@ static void explain_specs(explain_flags *f, arg_spec *s) {
              "characters per line in the SVG (default 64)"),
         FLAG("color", ARG_STRING, &f->color, 0, 0, 0, "WHEN",
              "auto (colour a terminal unless NO_COLOR is set), always, never (default auto)"),
-        FLAG("threads", ARG_INT, &f->threads, 0, 4096, 0, "N", "CPU threads, 0 = all (default 0)"),
-        FLAG("backend", ARG_STRING, &f->backend, 0, 0, 0, "NAME",
-             "CPU backend: cpu or cpu-blas (default cpu)"),
-        FLAG("device", ARG_STRING, &f->device, 0, 0, 0, "DEV",
-             "cpu, cuda[:N] or hip[:N]: where the model runs (default cpu)"),
+        TOOL_RUN_FLAGS(f),
     };
     memcpy(s, table, sizeof table);
 }
@@ -367,11 +362,9 @@ int cmd_explain(int argc, char **argv) {
                          &backend);
     if (rc) return rc;
 
-    strix_checkpoint *ck = NULL;
-    strix_backend *be = NULL;
-    strix_gpt *g = NULL;
-    strix_status s = strix_checkpoint_open(f.model, &ck);
-    const strix_vocab *vocab = s == STRIX_OK ? &strix_checkpoint_info_of(ck)->vocab : NULL;
+    tool_model m = {0};
+    strix_status s = strix_checkpoint_open(f.model, &m.ck);
+    const strix_vocab *vocab = s == STRIX_OK ? &strix_checkpoint_info_of(m.ck)->vocab : NULL;
     const char *names[2] = {"target", "contrast"};
     const unsigned char bytes[2] = {tb, cb};
     const bool given[2] = {f.target != NULL, f.contrast != NULL};
@@ -383,21 +376,9 @@ int cmd_explain(int argc, char **argv) {
                             names[k], g8);
         }
     }
-    if (s == STRIX_OK) {
-        strix_set_num_threads(f.threads);
-        s = strix_backend_init(backend, &be);
-        if (s != STRIX_OK) { /* name the backend in the one-line error */
-            char why[256];
-            snprintf(why, sizeof why, "%s", strix_last_error());
-            s = strix_error(s, "backend %s: %s", backend, why);
-        }
-    }
-    if (s == STRIX_OK) s = strix_gpt_new(be, &strix_checkpoint_info_of(ck)->model, &g);
-    if (s == STRIX_OK) s = strix_checkpoint_restore(ck, g, false);
-    rc = s == STRIX_OK ? explain(g, vocab, &f, f.target ? tb : -1, f.contrast ? cb : -1)
+    if (s == STRIX_OK) s = tool_model_load(&m, backend, f.threads);
+    rc = s == STRIX_OK ? explain(m.g, vocab, &f, f.target ? tb : -1, f.contrast ? cb : -1)
                        : tool_fail(s);
-    strix_gpt_free(g);
-    strix_backend_free(be);
-    strix_checkpoint_close(ck);
+    tool_model_free(&m);
     return rc;
 }

@@ -10,21 +10,8 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
 #include "tool.h"
-
-int tool_fail(strix_status s) {
-    const char *msg = strix_last_error();
-    fprintf(stderr, "strix: %s\n", msg[0] ? msg : strix_status_str(s));
-    return 1;
-}
-
-double tool_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static void print_help(FILE *out) {
     fprintf(out,

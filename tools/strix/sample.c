@@ -33,8 +33,7 @@ typedef struct sample_flags {
 
 static void sample_specs(sample_flags *f, arg_spec *s) {
     const arg_spec table[NSAMPLE_SPECS] = {
-        FLAG("model", ARG_STRING, &f->model, 0, 0, 0, "CKPT",
-             "checkpoint written by strix train (required, no default)"),
+        TOOL_MODEL_FLAG(f),
         FLAG("prompt", ARG_STRING, &f->prompt, 0, 0, 0, "TEXT",
              "text to continue; every byte must be in the model's vocabulary (default empty)"),
         FLAG("tokens", ARG_INT, &f->tokens, 0, 1 << 30, 0, "N", "bytes to generate (default 200)"),
@@ -46,11 +45,7 @@ static void sample_specs(sample_flags *f, arg_spec *s) {
              "nucleus: the smallest set of bytes holding mass P; 1 = off (default 1.0)"),
         FLAG("seed", ARG_U64, &f->seed, 0, 1e300, 0, "N",
              "seed of the sampling stream (default 0)"),
-        FLAG("threads", ARG_INT, &f->threads, 0, 4096, 0, "N", "CPU threads, 0 = all (default 0)"),
-        FLAG("backend", ARG_STRING, &f->backend, 0, 0, 0, "NAME",
-             "CPU backend: cpu or cpu-blas (default cpu)"),
-        FLAG("device", ARG_STRING, &f->device, 0, 0, 0, "DEV",
-             "cpu, cuda[:N] or hip[:N]: where the model runs (default cpu)"),
+        TOOL_RUN_FLAGS(f),
     };
     memcpy(s, table, sizeof table);
 }
@@ -143,24 +138,10 @@ int cmd_sample(int argc, char **argv) {
                          args_find(specs, NSAMPLE_SPECS, "backend")->seen ? f.backend : NULL,
                          &backend);
     if (rc) return rc;
-    strix_checkpoint *ck = NULL;
-    strix_backend *be = NULL;
-    strix_gpt *g = NULL;
-    strix_status s = strix_checkpoint_open(f.model, &ck);
-    if (s == STRIX_OK) {
-        strix_set_num_threads(f.threads);
-        s = strix_backend_init(backend, &be);
-        if (s != STRIX_OK) { /* name the backend in the one-line error */
-            char why[256];
-            snprintf(why, sizeof why, "%s", strix_last_error());
-            s = strix_error(s, "backend %s: %s", backend, why);
-        }
-    }
-    if (s == STRIX_OK) s = strix_gpt_new(be, &strix_checkpoint_info_of(ck)->model, &g);
-    if (s == STRIX_OK) s = strix_checkpoint_restore(ck, g, false);
-    rc = s == STRIX_OK ? generate(g, &strix_checkpoint_info_of(ck)->vocab, &f) : tool_fail(s);
-    strix_gpt_free(g);
-    strix_backend_free(be);
-    strix_checkpoint_close(ck);
+    tool_model m = {0};
+    strix_status s = strix_checkpoint_open(f.model, &m.ck);
+    if (s == STRIX_OK) s = tool_model_load(&m, backend, f.threads);
+    rc = s == STRIX_OK ? generate(m.g, &strix_checkpoint_info_of(m.ck)->vocab, &f) : tool_fail(s);
+    tool_model_free(&m);
     return rc;
 }

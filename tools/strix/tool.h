@@ -1,12 +1,13 @@
 /*
  * tool.h - what the parts of the strix command share: the subcommands' entry points, the error
- * line printer and the clock.
+ * line printer, the clock and the loading of a checkpoint's model (tool.c).
  *
  * Does not hold any library logic: every computation is a library call returning strix_status.
  */
 #ifndef STRIX_TOOL_H
 #define STRIX_TOOL_H
 
+#include "strix/checkpoint.h"
 #include "strix/core.h"
 
 #define STRIX_TOOL_VERSION "0.1.0"
@@ -23,5 +24,21 @@ int tool_fail(strix_status s);
 
 /* Seconds on a monotonic clock. */
 double tool_now(void);
+
+/* The model of a subcommand that reads a checkpoint (sample, explain). Zero-initialise it, open
+ * the checkpoint into ck (strix_checkpoint_open), then tool_model_load. */
+typedef struct tool_model {
+    strix_checkpoint *ck;
+    strix_backend *be;
+    strix_gpt *g;
+} tool_model;
+
+/* Sets the thread count (0 = all), creates backend `backend` (an error names it) and the
+ * checkpoint's model on it with the checkpoint's weights. On failure what was made stays in *m
+ * for tool_model_free. */
+strix_status tool_model_load(tool_model *m, const char *backend, int threads);
+
+/* Frees the model, the backend and the checkpoint (each may be NULL). */
+void tool_model_free(tool_model *m);
 
 #endif

@@ -1,0 +1,42 @@
+/*
+ * tool.c - the helpers of tool.h that the subcommands share: the error line, the clock, and a
+ * checkpoint's model on a backend (sample, explain).
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include <stdio.h>
+#include <time.h>
+
+#include "strix/backend.h"
+#include "tool.h"
+
+int tool_fail(strix_status s) {
+    const char *msg = strix_last_error();
+    fprintf(stderr, "strix: %s\n", msg[0] ? msg : strix_status_str(s));
+    return 1;
+}
+
+double tool_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+strix_status tool_model_load(tool_model *m, const char *backend, int threads) {
+    strix_set_num_threads(threads);
+    strix_status s = strix_backend_init(backend, &m->be);
+    if (s != STRIX_OK) { /* name the backend in the one-line error */
+        char why[256];
+        snprintf(why, sizeof why, "%s", strix_last_error());
+        return strix_error(s, "backend %s: %s", backend, why);
+    }
+    STRIX_TRY(strix_gpt_new(m->be, &strix_checkpoint_info_of(m->ck)->model, &m->g));
+    return strix_checkpoint_restore(m->ck, m->g, false);
+}
+
+void tool_model_free(tool_model *m) {
+    strix_gpt_free(m->g);
+    strix_backend_free(m->be);
+    strix_checkpoint_close(m->ck);
+    m->g = NULL, m->be = NULL, m->ck = NULL;
+}
