@@ -534,6 +534,29 @@ static void test_exp_gelu_edges(void **state) {
     }
 }
 
+/* add and mul: one rounding each, so every backend gives the host's bits; 1001 elements (a tail
+ * past any block size), in place and out of place. */
+static void test_add_mul_exact(void **state) {
+    (void)state;
+    enum { N = 1001 };
+    float a[N], b[N], sum[N], prod[N], got[N];
+    tl_fill_uniform(a, N, 71, -3.0f, 3.0f);
+    tl_fill_uniform(b, N, 72, -3.0f, 3.0f);
+    for (int i = 0; i < N; i++) sum[i] = a[i] + b[i], prod[i] = a[i] * b[i];
+    FOR_EACH_BACKEND(be) {
+        float *da = up(be, a, N), *db = up(be, b, N), *out = up(be, a, N);
+        OK(strix_add(be, da, db, out, N));
+        down(be, got, out, N);
+        assert_true(tl_check_bits("add", got, sum, N));
+        OK(strix_mul(be, da, db, da, N)); /* out aliases a */
+        down(be, got, da, N);
+        assert_true(tl_check_bits("mul in place", got, prod, N));
+        strix_free(be, da);
+        strix_free(be, db);
+        strix_free(be, out);
+    }
+}
+
 /* strix_clamp (torch.clamp: NaN stays NaN, infinities clamp) and the LOG activation. */
 static void test_clamp_and_log(void **state) {
     (void)state;
@@ -618,6 +641,7 @@ int main(void) {
         cmocka_unit_test(test_reductions),
         cmocka_unit_test(test_beta_zero_ignores_nan),
         cmocka_unit_test(test_exp_gelu_edges),
+        cmocka_unit_test(test_add_mul_exact),
         cmocka_unit_test(test_clamp_and_log),
         cmocka_unit_test(test_registry_and_unsupported),
     };
