@@ -557,6 +557,49 @@ static void test_add_mul_exact(void **state) {
     }
 }
 
+/* strix_gemm_batched with row strides and batch strides larger than the items (a head slice of
+ * a packed buffer), A transposed, alpha and beta: against a float64 host product, and the gaps
+ * between the items of C untouched. (test_gemm.c covers large and odd shapes.) */
+static void test_gemm_batched_strided(void **state) {
+    (void)state;
+    enum { BATCH = 3, M = 5, K = 7, N = 4, LDA = M + 2, LDB = N + 3, LDC = N + 1 };
+    enum { SA = K * LDA + 3, SB = K * LDB + 1, SC = M * LDC + 2 };
+    float a[BATCH * SA], b[BATCH * SB], c[BATCH * SC], want[BATCH * SC], got[BATCH * SC];
+    tl_fill_uniform(a, BATCH * SA, 81, -1.0f, 1.0f);
+    tl_fill_uniform(b, BATCH * SB, 82, -1.0f, 1.0f);
+    tl_fill_uniform(c, BATCH * SC, 83, -1.0f, 1.0f);
+    const float alpha = 0.5f, beta = 1.0f;
+    memcpy(want, c, sizeof c);
+    for (int t = 0; t < BATCH; t++)
+        for (int i = 0; i < M; i++)
+            for (int j = 0; j < N; j++) {
+                double acc = 0.0; /* op(A)[i][p] = A[p][i] (ta), B[p][j] */
+                for (int p = 0; p < K; p++)
+                    acc += (double)a[t * SA + p * LDA + i] * b[t * SB + p * LDB + j];
+                float *cij = &want[t * SC + i * LDC + j];
+                *cij = (float)(alpha * acc + beta * (double)*cij);
+            }
+    FOR_EACH_BACKEND(be) {
+        float *da = up(be, a, BATCH * SA), *db = up(be, b, BATCH * SB);
+        float *dc = up(be, c, BATCH * SC);
+        strix_gemm_batch g = {.a = da, .lda = LDA, .stride_a = SA, .ta = true,
+                              .b = db, .ldb = LDB, .stride_b = SB, .tb = false,
+                              .c = dc, .ldc = LDC, .stride_c = SC,
+                              .m = M, .k = K, .n = N, .batch = BATCH,
+                              .alpha = alpha, .beta = beta, .skip = STRIX_GEMM_FULL};
+        OK(strix_gemm_batched(be, &g));
+        down(be, got, dc, BATCH * SC);
+        assert_true(tl_check_close("gemm_batched", got, want, BATCH * SC, ATOL, RTOL));
+        for (int t = 0; t < BATCH; t++) /* the gaps: exactly the input */
+            for (int e = 0; e < SC; e++)
+                if ((e / LDC >= M || e % LDC >= N) && got[t * SC + e] != c[t * SC + e])
+                    fail_msg("gemm_batched wrote C[%d] outside item %d", t * SC + e, t);
+        strix_free(be, da);
+        strix_free(be, db);
+        strix_free(be, dc);
+    }
+}
+
 /* strix_clamp (torch.clamp: NaN stays NaN, infinities clamp) and the LOG activation. */
 static void test_clamp_and_log(void **state) {
     (void)state;
@@ -630,7 +673,165 @@ static void test_registry_and_unsupported(void **state) {
     strix_backend_free(NULL);
 }
 
-int main(void) {
+// ---- the slot table: filled, covered, support matrix ---------------------------------------------
+
+/* Names of the empty slots of table vt (lifecycle, memory and every primitive of
+ * src/core/primitives.def), each printed with `backend`; returns how many. */
+static int empty_slots(const char *backend, const struct strix_backend_i *vt) {
+    int empty = 0;
+    const struct {
+        const char *name;
+        bool filled;
+    } lifecycle[] = {
+        {"destroy", vt->destroy != NULL}, {"sync", vt->sync != NULL},
+        {"alloc", vt->alloc != NULL},     {"free_buffer", vt->free_buffer != NULL},
+        {"copy", vt->copy != NULL},       {"fill", vt->fill != NULL},
+    };
+    for (size_t i = 0; i < sizeof lifecycle / sizeof lifecycle[0]; i++)
+        if (!lifecycle[i].filled) {
+            printf("  backend %s: slot %s is empty\n", backend, lifecycle[i].name);
+            empty++;
+        }
+    for (int id = 0; id < STRIX_PRIMITIVE_COUNT; id++)
+        if (!strix_backend_i_has(vt, id)) {
+            printf("  backend %s: slot %s is empty\n", backend, strix_primitive_name(id));
+            empty++;
+        }
+    return empty;
+}
+
+/* Every slot of every backend table this build has (cpu, cpu-blas, and the GPU table: real, or
+ * as compiled in tests/gpu_emu) is filled; a forgotten `.foo = cuda_foo` fails here by name. */
+static void test_every_slot_filled(void **state) {
+    (void)state;
+    int empty = 0, tables = 0;
+    for (size_t bi = 0; bi < TL_BACKEND_COUNT; bi++) {
+        strix_backend *be = tl_backend_open(tl_backend_names[bi]);
+        if (!be) continue;
+        empty += empty_slots(strix_backend_name(be), be->vt);
+        tables++;
+        if (bi == 0) {
+            /* The check sees an empty slot, by name, in the middle of the list and at its end. */
+            struct strix_backend_i holes = *be->vt;
+            holes.rope_rotate = NULL;
+            holes.tanh_gaussian_backward = NULL;
+            assert_false(strix_backend_i_has(&holes, STRIX_PRIM_rope_rotate));
+            assert_false(strix_backend_i_has(&holes, STRIX_PRIM_tanh_gaussian_backward));
+            assert_int_equal(empty_slots("cpu (two slots emptied on purpose)", &holes), 2);
+            assert_string_equal(strix_primitive_name(STRIX_PRIM_rope_rotate), "rope_rotate");
+            assert_string_equal(strix_primitive_header(STRIX_PRIM_conv2d_forward),
+                                "strix/ops/cnn.h");
+        }
+        strix_backend_free(be);
+    }
+    printf("  %d slots of %d tables empty (%d primitives)\n", empty, tables,
+           (int)STRIX_PRIMITIVE_COUNT);
+    assert_true(tables >= 1);
+    assert_int_equal(empty, 0);
+}
+
+/* Every primitive slot was dispatched by at least one op case (golden table or cmocka test) on
+ * every backend that opened: the counters of op_backend_open. Runs after every other test. */
+static void test_every_slot_covered(void **state) {
+    (void)state;
+    int uncovered = 0, backends = 0;
+    for (size_t bi = 0; bi < TL_BACKEND_COUNT; bi++) {
+        if (!op_backend_opened[bi]) continue;
+        backends++;
+        for (int id = 0; id < STRIX_PRIMITIVE_COUNT; id++)
+            if (op_slot_hits[bi][id] == 0) {
+                printf("  backend %s: no op case dispatched primitive %s\n",
+                       op_backend_opened[bi], strix_primitive_name(id));
+                uncovered++;
+            }
+    }
+    printf("  %d primitive x backend pairs without a case\n", uncovered);
+    assert_true(backends >= 1);
+    assert_int_equal(uncovered, 0);
+}
+
+/* The cell of primitive `id` in the column of backend bi: whether the table fills the slot, and
+ * whether a case dispatched it. `filled` < 0: the backend did not open in this run. */
+static const char *support_cell(int filled, unsigned long hits) {
+    if (filled < 0) return "·";
+    if (!filled) return "—";
+    return hits ? "tested" : "filled";
+}
+
+/* Writes the support matrix (docs/OPS.md) from the tables and counters of this run. The GPU
+ * columns come from whichever GPU backend opened: a real one, or the host emulation
+ * (test_ops_gpu_emu), whose table is the one cuda_backend.cu compiles for both vendors. */
+static int write_support(const char *path) {
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        fprintf(stderr, "cannot write %s\n", path);
+        return 1;
+    }
+    int filled[TL_BACKEND_COUNT][STRIX_PRIMITIVE_COUNT];
+    unsigned long hits[TL_BACKEND_COUNT][STRIX_PRIMITIVE_COUNT];
+    const char *source[TL_BACKEND_COUNT] = {0};
+    for (size_t bi = 0; bi < TL_BACKEND_COUNT; bi++) {
+        strix_backend *be = op_backend_opened[bi] ? tl_backend_open(tl_backend_names[bi]) : NULL;
+        source[bi] = be ? op_backend_opened[bi] : NULL;
+        for (int id = 0; id < STRIX_PRIMITIVE_COUNT; id++) {
+            filled[bi][id] = be ? strix_backend_i_has(be->vt, id) : -1;
+            hits[bi][id] = op_slot_hits[bi][id];
+        }
+        strix_backend_free(be);
+    }
+    /* One GPU table serves "cuda" and "hip": a column that did not open takes the other's. */
+    size_t cuda = 0, hip = 0;
+    for (size_t bi = 0; bi < TL_BACKEND_COUNT; bi++) {
+        if (strcmp(tl_backend_names[bi], "cuda") == 0) cuda = bi;
+        if (strcmp(tl_backend_names[bi], "hip") == 0) hip = bi;
+    }
+    for (int pass = 0; cuda != hip && pass < 2; pass++) {
+        size_t to = pass ? hip : cuda, from = pass ? cuda : hip;
+        if (source[to] || !source[from]) continue;
+        source[to] = source[from];
+        memcpy(filled[to], filled[from], sizeof filled[to]);
+        memcpy(hits[to], hits[from], sizeof hits[to]);
+    }
+    fprintf(f, "# Primitives x backends\n\n"
+               "Generated by `test_ops --support docs/OPS.md`; do not edit. Regenerate from the "
+               "source root with\n`build/tests/test_ops_gpu_emu --support docs/OPS.md` (the "
+               "emulated GPU table fills the cuda and hip\ncolumns) or, on a GPU machine, "
+               "`build-gpu/tests/test_ops --support docs/OPS.md`.\n\n"
+               "%d primitives, one per entry of `src/core/primitives.def` (the list that "
+               "generates the vtable slots,\nthe backends' prototypes and tables, and the "
+               "plain entry points). A cell says whether the backend's\ntable fills the slot "
+               "and whether an op case of `tests/test_ops.c` / `tests/ops/` dispatched it "
+               "there\n(`tested`: filled and dispatched, `filled`: never dispatched, `—`: "
+               "empty slot, STRIX_ERR_UNSUPPORTED;\n`·`: backend not in the run that wrote "
+               "this file).\n\nColumns of this run:",
+            (int)STRIX_PRIMITIVE_COUNT);
+    for (size_t bi = 0; bi < TL_BACKEND_COUNT; bi++)
+        fprintf(f, "%s %s = %s", bi ? "," : "", tl_backend_names[bi],
+                source[bi] ? source[bi] : "not in this build");
+    fprintf(f, ".\n\n| primitive | declared in |");
+    for (size_t bi = 0; bi < TL_BACKEND_COUNT; bi++) fprintf(f, " %s |", tl_backend_names[bi]);
+    fprintf(f, "\n|---|---|");
+    for (size_t bi = 0; bi < TL_BACKEND_COUNT; bi++) fprintf(f, "---|");
+    fprintf(f, "\n");
+    for (int id = 0; id < STRIX_PRIMITIVE_COUNT; id++) {
+        fprintf(f, "| `%s` | `%s` |", strix_primitive_name(id), strix_primitive_header(id));
+        for (size_t bi = 0; bi < TL_BACKEND_COUNT; bi++)
+            fprintf(f, " %s |", support_cell(filled[bi][id], hits[bi][id]));
+        fprintf(f, "\n");
+    }
+    return fclose(f) == 0 ? 0 : 1;
+}
+
+/* test_ops [--support FILE]: every op test; with --support, also writes the support matrix
+ * (docs/OPS.md) when every test passed. */
+int main(int argc, char **argv) {
+    const char *support = NULL;
+    if (argc == 3 && strcmp(argv[1], "--support") == 0) {
+        support = argv[2];
+    } else if (argc != 1) {
+        fprintf(stderr, "usage: %s [--support FILE]\n", argv[0]);
+        return 2;
+    }
     const struct CMUnitTest core[] = {
         cmocka_unit_test(test_golden_cases),
         cmocka_unit_test(test_relu_kink),
@@ -642,8 +843,10 @@ int main(void) {
         cmocka_unit_test(test_beta_zero_ignores_nan),
         cmocka_unit_test(test_exp_gelu_edges),
         cmocka_unit_test(test_add_mul_exact),
+        cmocka_unit_test(test_gemm_batched_strided),
         cmocka_unit_test(test_clamp_and_log),
         cmocka_unit_test(test_registry_and_unsupported),
+        cmocka_unit_test(test_every_slot_filled),
     };
     int failed = cmocka_run_group_tests_name("core", core, NULL, NULL);
     const struct {
@@ -659,5 +862,8 @@ int main(void) {
     for (size_t i = 0; i < sizeof groups / sizeof groups[0]; i++)
         if (groups[i].count) failed += _cmocka_run_group_tests(groups[i].name, groups[i].tests,
                                                                groups[i].count, NULL, NULL);
+    const struct CMUnitTest coverage[] = {cmocka_unit_test(test_every_slot_covered)};
+    failed += cmocka_run_group_tests_name("coverage", coverage, NULL, NULL);
+    if (support && failed == 0) failed += write_support(support);
     return failed;
 }

@@ -27,11 +27,6 @@ strix_status strix_col2im_add(strix_backend *be, const float *col, float *out, s
     STRIX_DISPATCH(be, col2im_add, col, out, n, c, h, w, g);
 }
 
-strix_status strix_add_channel_vector(strix_backend *be, const float *in, const float *vec,
-                                      float *out, size_t n, size_t c, size_t inner) {
-    STRIX_DISPATCH(be, add_channel_vector, in, vec, out, n, c, inner);
-}
-
 strix_status strix_conv2d_forward(strix_backend *be, const float *in, const float *weight,
                                   const float *bias, float *z, float *out, size_t n, size_t c,
                                   size_t h, size_t w, size_t oc, const strix_conv_geom *g) {
@@ -72,47 +67,6 @@ strix_status strix_avg_pool_backward(strix_backend *be, const float *grad_out, f
                                      size_t planes, size_t h, size_t w, const strix_conv_geom *g) {
     STRIX_ASSERT(g->stride_h > 0 && g->stride_w > 0, "avg_pool_backward: stride 0");
     STRIX_DISPATCH(be, avg_pool_backward, grad_out, grad_in, planes, h, w, g);
-}
-
-strix_status strix_batch_norm_forward(strix_backend *be, const float *in, const float *gamma,
-                                      const float *beta, float *xhat, float *out,
-                                      float *channel_std, size_t n, size_t c, size_t spatial,
-                                      float eps) {
-    STRIX_DISPATCH(be, batch_norm_forward, in, gamma, beta, xhat, out, channel_std, n, c, spatial,
-                   eps);
-}
-
-strix_status strix_batch_norm_backward(strix_backend *be, const float *grad_out,
-                                       const float *gamma, const float *xhat,
-                                       const float *channel_std, float *grad_in, float *gamma_grad,
-                                       float *beta_grad, size_t n, size_t c, size_t spatial) {
-    STRIX_DISPATCH(be, batch_norm_backward, grad_out, gamma, xhat, channel_std, grad_in,
-                   gamma_grad, beta_grad, n, c, spatial);
-}
-
-strix_status strix_batch_norm_update_running(strix_backend *be, const float *in,
-                                             float *running_mean, float *running_var, size_t n,
-                                             size_t c, size_t spatial, float momentum) {
-    STRIX_DISPATCH(be, batch_norm_update_running, in, running_mean, running_var, n, c, spatial,
-                   momentum);
-}
-
-strix_status strix_batch_norm_eval_forward(strix_backend *be, const float *in, const float *gamma,
-                                           const float *beta, const float *running_mean,
-                                           const float *running_var, float *xhat, float *out,
-                                           float *channel_std, size_t n, size_t c, size_t spatial,
-                                           float eps) {
-    STRIX_DISPATCH(be, batch_norm_eval_forward, in, gamma, beta, running_mean, running_var, xhat,
-                   out, channel_std, n, c, spatial, eps);
-}
-
-strix_status strix_batch_norm_eval_backward(strix_backend *be, const float *grad_out,
-                                            const float *gamma, const float *xhat,
-                                            const float *channel_std, float *grad_in,
-                                            float *gamma_grad, float *beta_grad, size_t n,
-                                            size_t c, size_t spatial) {
-    STRIX_DISPATCH(be, batch_norm_eval_backward, grad_out, gamma, xhat, channel_std, grad_in,
-                   gamma_grad, beta_grad, n, c, spatial);
 }
 
 strix_status strix_group_norm_forward(strix_backend *be, const float *in, const float *gamma,

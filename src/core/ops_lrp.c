@@ -5,48 +5,12 @@
 #include "core/backend_impl.h"
 #include "kernels/logic.h" /* strix_logic_is_forward, strix_logic_reads_y */
 
-strix_status strix_lrp_linear(strix_backend *be, const float *x, const float *w, const float *z,
-                              const float *r, float *r_in, size_t rows, size_t in_features,
-                              size_t out_features, float eps) {
-    STRIX_DISPATCH(be, lrp_linear, x, w, z, r, r_in, rows, in_features, out_features, eps);
-}
-
-strix_status strix_lrp_residual_split(strix_backend *be, const float *a, const float *b,
-                                      const float *r, float *r_a, float *r_b, size_t n,
-                                      float eps) {
-    STRIX_DISPATCH(be, lrp_residual_split, a, b, r, r_a, r_b, n, eps);
-}
-
-strix_status strix_lrp_bilinear_elementwise(strix_backend *be, const float *a, const float *b,
-                                            const float *r, float *r_out, size_t n, float eps) {
-    STRIX_DISPATCH(be, lrp_bilinear_elementwise, a, b, r, r_out, n, eps);
-}
-
-strix_status strix_lrp_bilinear_matmul(strix_backend *be, const float *a, const float *b,
-                                       const float *o, const float *r_o, float *r_a, float *r_b,
-                                       size_t slices, size_t m, size_t p, size_t q, float eps,
-                                       bool b_transposed) {
-    STRIX_DISPATCH(be, lrp_bilinear_matmul, a, b, o, r_o, r_a, r_b, slices, m, p, q, eps,
-                   b_transposed);
-}
-
-strix_status strix_lrp_softmax_rows(strix_backend *be, const float *x, const float *y,
-                                    const float *r, float *r_in, size_t rows, size_t cols) {
-    STRIX_DISPATCH(be, lrp_softmax_rows, x, y, r, r_in, rows, cols);
-}
-
 strix_status strix_lrp_rope(strix_backend *be, const float *x, const float *y, const float *r,
                             const float *cos_table, const float *sin_table, float *r_in,
                             size_t rows, size_t seq_len, size_t head_dim, float eps) {
     STRIX_ASSERT(head_dim % 2 == 0, "lrp_rope: head_dim %zu is odd", head_dim);
     STRIX_ASSERT(seq_len > 0 || rows == 0, "lrp_rope: seq_len is 0");
     STRIX_DISPATCH(be, lrp_rope, x, y, r, cos_table, sin_table, r_in, rows, seq_len, head_dim, eps);
-}
-
-strix_status strix_lrp_conv(strix_backend *be, const float *col, const float *kernel,
-                            const float *z, const float *r, float *r_col, size_t n,
-                            size_t out_channels, size_t p, size_t q, float eps) {
-    STRIX_DISPATCH(be, lrp_conv, col, kernel, z, r, r_col, n, out_channels, p, q, eps);
 }
 
 strix_status strix_lrp_avg_pool(strix_backend *be, const float *x, const float *r, float *r_in,

@@ -83,6 +83,57 @@ void run_release(op_run *run) {
 }
 
 
+// ---- slot counters -----------------------------------------------------------------------------
+
+unsigned long op_slot_hits[TL_BACKEND_COUNT][STRIX_PRIMITIVE_COUNT];
+const char *op_backend_opened[TL_BACKEND_COUNT];
+
+/* A backend's table with counting slots (vt first: a counted table is reached from be->vt). */
+typedef struct counted_table {
+    struct strix_backend_i vt;
+    const struct strix_backend_i *own;
+    size_t index;
+} counted_table;
+static counted_table counted[TL_BACKEND_COUNT];
+
+/* count_<name>: counts the call, then runs the backend's own slot. */
+#define STRIX_PRIMITIVE(header, name, params, args)                                           \
+    static strix_status count_##name(strix_backend *be, STRIX_UNPAREN params) {                \
+        const counted_table *counted_ = (const counted_table *)be->vt;                         \
+        op_slot_hits[counted_->index][STRIX_PRIM_##name]++;                                    \
+        return counted_->own->name(be, STRIX_UNPAREN args);                                    \
+    }
+#include "core/primitives.def"
+
+strix_backend *op_backend_open(size_t index) {
+    assert_true(index < TL_BACKEND_COUNT);
+    strix_backend *be = tl_backend_open(tl_backend_names[index]);
+    if (!be) return NULL;
+    op_backend_opened[index] = strix_backend_name(be);
+    counted_table *t = &counted[index];
+    t->vt = *be->vt;
+    t->own = be->vt;
+    t->index = index;
+    /* An empty slot stays empty (the wrapper then reports STRIX_ERR_UNSUPPORTED). */
+#define STRIX_PRIMITIVE(header, name, params, args)                                           \
+    t->vt.name = t->own->name ? count_##name : NULL;
+#include "core/primitives.def"
+    be->vt = &t->vt;
+    return be;
+}
+
+const struct strix_backend_i *op_backend_table(const strix_backend *be) {
+    for (size_t i = 0; i < TL_BACKEND_COUNT; i++)
+        if (be->vt == &counted[i].vt) return counted[i].own;
+    return be->vt;
+}
+
+void op_backend_close(strix_backend *be) {
+    if (!be) return;
+    be->vt = op_backend_table(be);
+    strix_backend_free(be);
+}
+
 // ---- the golden harness ------------------------------------------------------------------------
 
 /* Runs one case on one backend twice (1 thread; 2 threads with every loop forced parallel),
@@ -126,12 +177,12 @@ int run_op_cases(const op_case *cases, size_t count) {
         tl_golden g;
         assert_true(tl_golden_load(path, &g));
         for (size_t bi = 0; bi < TL_BACKEND_COUNT; bi++) {
-            strix_backend *be = tl_backend_open(tl_backend_names[bi]);
+            strix_backend *be = op_backend_open(bi);
             if (!be) continue;
             bool ok = check_case(c, be, &g);
             printf("  %-26s %-9s %s\n", c->golden, tl_backend_names[bi], ok ? "ok" : "FAIL");
             failures += !ok;
-            strix_backend_free(be);
+            op_backend_close(be);
         }
         tl_golden_free(&g);
     }

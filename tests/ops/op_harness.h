@@ -20,6 +20,7 @@
 #include <stddef.h>
 #include <cmocka.h>
 
+#include "core/backend_impl.h" /* STRIX_PRIMITIVE_COUNT, the slots */
 #include "testlib.h"
 
 #define ATOL 1e-5
@@ -80,11 +81,24 @@ int run_op_cases(const op_case *cases, size_t count);
 
 #define OK(call) assert_int_equal((call), STRIX_OK)
 
-/* Runs the body once per available backend with `be` bound. */
+/* Backend tl_backend_names[index] opened by tl_backend_open (NULL where this build or machine
+ * lacks it), with every filled primitive slot routed through a counter: each call of slot `id`
+ * adds 1 to op_slot_hits[index][id], then runs the backend's own slot. Close with
+ * op_backend_close. All op tests open backends this way, so the counts say which primitives the
+ * cases exercise on which backend (test_ops: coverage check and --support). */
+strix_backend *op_backend_open(size_t index);
+void op_backend_close(strix_backend *be);
+extern unsigned long op_slot_hits[TL_BACKEND_COUNT][STRIX_PRIMITIVE_COUNT];
+/* The backend's own table (behind the counters of op_backend_open), and whether
+ * tl_backend_names[index] opened at least once, as which backend name (NULL if never). */
+const struct strix_backend_i *op_backend_table(const strix_backend *be);
+extern const char *op_backend_opened[TL_BACKEND_COUNT];
+
+/* Runs the body once per available backend with `be` bound (opened by op_backend_open). */
 #define FOR_EACH_BACKEND(be)                                                                   \
     for (size_t bi_ = 0; bi_ < TL_BACKEND_COUNT; bi_++)                                        \
-        for (strix_backend *be = tl_backend_open(tl_backend_names[bi_]), *once_ = be; once_;   \
-             strix_backend_free(be), once_ = NULL)
+        for (strix_backend *be = op_backend_open(bi_), *once_ = be; once_;                     \
+             op_backend_close(be), once_ = NULL)
 
 /* Host <-> backend copies of n floats (up allocates). */
 float *up(strix_backend *be, const float *host, size_t n);

@@ -85,64 +85,40 @@ static strix_status cpu_fill(strix_backend *be, float *p, float value, size_t n)
 
 // ---- vtables -----------------------------------------------------------------------------------
 
-/* Every slot except the GEMM family, shared by both tables. */
-#define CPU_COMMON_SLOTS                                                                       \
+/* The lifecycle and memory slots, then cpu_<name> for every primitive of
+ * src/core/primitives.def. */
+#define CPU_SLOTS                                                                              \
     .destroy = cpu_destroy, .sync = cpu_sync, .alloc = cpu_alloc,                              \
-    .free_buffer = cpu_free_buffer, .copy = cpu_copy, .fill = cpu_fill,                        \
-    .add = cpu_add, .mul = cpu_mul, .axpby = cpu_axpby, .clamp = cpu_clamp,                    \
-    .column_sums = cpu_column_sums,                                                            \
-    .add_row_vector = cpu_add_row_vector, .elementwise = cpu_elementwise,                      \
-    .elementwise_backward = cpu_elementwise_backward, .sum = cpu_sum, .dot = cpu_dot,          \
-    .sum_squares = cpu_sum_squares, .softmax_rows = cpu_softmax_rows,                          \
-    .softmax_rows_backward = cpu_softmax_rows_backward, .logsumexp_rows = cpu_logsumexp_rows,  \
-    .layer_norm_forward = cpu_layer_norm_forward,                                              \
-    .layer_norm_backward = cpu_layer_norm_backward, .rope_rotate = cpu_rope_rotate,            \
-    .permute_0213 = cpu_permute_0213, .gather_rows = cpu_gather_rows,                          \
-    .scatter_add_rows = cpu_scatter_add_rows, .attn_softmax_causal = cpu_attn_softmax_causal,  \
-    .attn_softmax_causal_backward = cpu_attn_softmax_causal_backward,                          \
-    .softmax_cross_entropy = cpu_softmax_cross_entropy, .adam_step = cpu_adam_step,            \
-    .dropout_forward = cpu_dropout_forward, .top_k_rows = cpu_top_k_rows,                      \
-    .accumulate_rows = cpu_accumulate_rows, .copy_2d = cpu_copy_2d,                            \
-    .bce_with_logits = cpu_bce_with_logits, .bce_with_logits_grad = cpu_bce_with_logits_grad,  \
-    .rms_norm_forward = cpu_rms_norm_forward, .rms_norm_backward = cpu_rms_norm_backward,      \
-    .attention_mask_fill = cpu_attention_mask_fill, .im2col = cpu_im2col,                      \
-    .col2im_add = cpu_col2im_add, .add_channel_vector = cpu_add_channel_vector,                \
-    .conv2d_forward = cpu_conv2d_forward, .conv2d_backward = cpu_conv2d_backward,              \
-    .max_pool_forward = cpu_max_pool_forward, .max_unpool = cpu_max_unpool,                    \
-    .avg_pool_forward = cpu_avg_pool_forward, .avg_pool_backward = cpu_avg_pool_backward,      \
-    .batch_norm_forward = cpu_batch_norm_forward,                                              \
-    .batch_norm_backward = cpu_batch_norm_backward,                                            \
-    .batch_norm_update_running = cpu_batch_norm_update_running,                                \
-    .batch_norm_eval_forward = cpu_batch_norm_eval_forward,                                    \
-    .batch_norm_eval_backward = cpu_batch_norm_eval_backward,                                  \
-    .group_norm_forward = cpu_group_norm_forward,                                              \
-    .group_norm_backward = cpu_group_norm_backward, .lrp_linear = cpu_lrp_linear,              \
-    .lrp_residual_split = cpu_lrp_residual_split,                                              \
-    .lrp_bilinear_elementwise = cpu_lrp_bilinear_elementwise,                                  \
-    .lrp_bilinear_matmul = cpu_lrp_bilinear_matmul, .lrp_softmax_rows = cpu_lrp_softmax_rows,  \
-    .lrp_rope = cpu_lrp_rope, .lrp_conv = cpu_lrp_conv, .lrp_avg_pool = cpu_lrp_avg_pool,      \
-    .lrp_stabilized_divide = cpu_lrp_stabilized_divide,                                        \
-    .logic_pointwise = cpu_logic_pointwise, .aggregator_forward = cpu_aggregator_forward,      \
-    .aggregator_backward = cpu_aggregator_backward, .aggregator_lrp = cpu_aggregator_lrp,      \
-    .recurrent_cell = cpu_recurrent_cell, .gru_lrp_hprev = cpu_gru_lrp_hprev,                  \
-    .ssm_pass = cpu_ssm_pass, .rl_rows = cpu_rl_rows,                                          \
-    .tanh_gaussian_forward = cpu_tanh_gaussian_forward,                                        \
-    .tanh_gaussian_backward = cpu_tanh_gaussian_backward
+    .free_buffer = cpu_free_buffer, .copy = cpu_copy, .fill = cpu_fill,
+#define STRIX_PRIMITIVE(header, name, params, args) .name = cpu_##name,
 
 static const struct strix_backend_i cpu_vtable = {
-    CPU_COMMON_SLOTS,
-    .gemm_ex = cpu_gemm_ex,
-    .gemm_batched = cpu_gemm_batched,
+    CPU_SLOTS
+#include "core/primitives.def"
 };
 
 #ifdef STRIX_HAVE_BLAS
-/* GEMM slots on OpenBLAS, threaded by OpenMP (gemm_blas.c); small batched items stay on the
- * own kernel. */
+/* The cpu table with the GEMM slots on OpenBLAS, threaded by OpenMP (gemm_blas.c); small batched
+ * items stay on the own kernel. The later initializer of a slot wins (C11 6.7.9p19). */
+#if defined(__clang__)
+#pragma clang diagnostic push
+#pragma clang diagnostic ignored "-Winitializer-overrides"
+#elif defined(__GNUC__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Woverride-init"
+#endif
+#define STRIX_PRIMITIVE(header, name, params, args) .name = cpu_##name,
 static const struct strix_backend_i cpu_blas_vtable = {
-    CPU_COMMON_SLOTS,
+    CPU_SLOTS
+#include "core/primitives.def"
     .gemm_ex = cpu_blas_gemm_ex,
     .gemm_batched = cpu_blas_gemm_batched,
 };
+#if defined(__clang__)
+#pragma clang diagnostic pop
+#elif defined(__GNUC__)
+#pragma GCC diagnostic pop
+#endif
 #endif
 
 strix_status strix_cpu_backend_create(bool use_blas, strix_backend **out) {

@@ -299,44 +299,13 @@ strix_status cuda_fill(strix_backend *be, float *p, float value, size_t n) {
 
 // ---- vtable and constructor --------------------------------------------------------------------
 
+/* The lifecycle and memory slots, then cuda_<name> for every primitive of
+ * src/core/primitives.def (in declaration order, as C++ designated initializers must be). */
+#define STRIX_PRIMITIVE(header, name, params, args) .name = cuda_##name,
 static const struct strix_backend_i cuda_vtable = {
     .destroy = cuda_destroy, .sync = cuda_sync, .alloc = cuda_alloc,
-    .free_buffer = cuda_free_buffer, .copy = cuda_copy, .fill = cuda_fill, .gemm_ex = cuda_gemm_ex,
-    .gemm_batched = cuda_gemm_batched, .add = cuda_add, .mul = cuda_mul, .axpby = cuda_axpby,
-    .clamp = cuda_clamp, .column_sums = cuda_column_sums, .add_row_vector = cuda_add_row_vector,
-    .elementwise = cuda_elementwise, .elementwise_backward = cuda_elementwise_backward,
-    .sum = cuda_sum, .dot = cuda_dot, .sum_squares = cuda_sum_squares,
-    .softmax_rows = cuda_softmax_rows, .softmax_rows_backward = cuda_softmax_rows_backward,
-    .logsumexp_rows = cuda_logsumexp_rows, .layer_norm_forward = cuda_layer_norm_forward,
-    .layer_norm_backward = cuda_layer_norm_backward, .rope_rotate = cuda_rope_rotate,
-    .permute_0213 = cuda_permute_0213, .gather_rows = cuda_gather_rows,
-    .scatter_add_rows = cuda_scatter_add_rows, .attn_softmax_causal = cuda_attn_softmax_causal,
-    .attn_softmax_causal_backward = cuda_attn_softmax_causal_backward,
-    .softmax_cross_entropy = cuda_softmax_cross_entropy, .adam_step = cuda_adam_step,
-    .dropout_forward = cuda_dropout_forward, .top_k_rows = cuda_top_k_rows,
-    .accumulate_rows = cuda_accumulate_rows, .copy_2d = cuda_copy_2d,
-    .bce_with_logits = cuda_bce_with_logits, .bce_with_logits_grad = cuda_bce_with_logits_grad,
-    .rms_norm_forward = cuda_rms_norm_forward, .rms_norm_backward = cuda_rms_norm_backward,
-    .attention_mask_fill = cuda_attention_mask_fill, .im2col = cuda_im2col,
-    .col2im_add = cuda_col2im_add, .add_channel_vector = cuda_add_channel_vector,
-    .conv2d_forward = cuda_conv2d_forward, .conv2d_backward = cuda_conv2d_backward,
-    .max_pool_forward = cuda_max_pool_forward, .max_unpool = cuda_max_unpool,
-    .avg_pool_forward = cuda_avg_pool_forward, .avg_pool_backward = cuda_avg_pool_backward,
-    .batch_norm_forward = cuda_batch_norm_forward, .batch_norm_backward = cuda_batch_norm_backward,
-    .batch_norm_update_running = cuda_batch_norm_update_running,
-    .batch_norm_eval_forward = cuda_batch_norm_eval_forward,
-    .batch_norm_eval_backward = cuda_batch_norm_eval_backward,
-    .group_norm_forward = cuda_group_norm_forward, .group_norm_backward = cuda_group_norm_backward,
-    .lrp_linear = cuda_lrp_linear, .lrp_residual_split = cuda_lrp_residual_split,
-    .lrp_bilinear_elementwise = cuda_lrp_bilinear_elementwise,
-    .lrp_bilinear_matmul = cuda_lrp_bilinear_matmul, .lrp_softmax_rows = cuda_lrp_softmax_rows,
-    .lrp_rope = cuda_lrp_rope, .lrp_conv = cuda_lrp_conv, .lrp_avg_pool = cuda_lrp_avg_pool,
-    .lrp_stabilized_divide = cuda_lrp_stabilized_divide, .logic_pointwise = cuda_logic_pointwise,
-    .aggregator_forward = cuda_aggregator_forward, .aggregator_backward = cuda_aggregator_backward,
-    .aggregator_lrp = cuda_aggregator_lrp, .recurrent_cell = cuda_recurrent_cell,
-    .gru_lrp_hprev = cuda_gru_lrp_hprev, .ssm_pass = cuda_ssm_pass, .rl_rows = cuda_rl_rows,
-    .tanh_gaussian_forward = cuda_tanh_gaussian_forward,
-    .tanh_gaussian_backward = cuda_tanh_gaussian_backward,
+    .free_buffer = cuda_free_buffer, .copy = cuda_copy, .fill = cuda_fill,
+#include "core/primitives.def"
 };
 
 /* Creates the stream and BLAS handle of a fresh context on its device. */
