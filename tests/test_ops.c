@@ -673,7 +673,7 @@ static void test_registry_and_unsupported(void **state) {
     strix_backend_free(NULL);
 }
 
-// ---- the slot table: filled, covered, support matrix ---------------------------------------------
+// ---- the slot table: filled, covered, support matrix --------------------------------------------
 
 /* Names of the empty slots of table vt (lifecycle, memory and every primitive of
  * src/core/primitives.def), each printed with `backend`; returns how many. */

@@ -239,6 +239,17 @@ STRIX_API strix_status strix_rope_rotate(strix_backend *be, const float *in, siz
                                          const float *cos_table, const float *sin_table,
                                          float *out, size_t ld_out, size_t rows, size_t seq_len,
                                          size_t pos0, size_t head_dim, bool inverse);
+/* strix (Hugging Face Llama rotate-half layout): RoPE like strix_rope_rotate (same rows,
+ * strides, positions and (max_pos, head_dim/2) tables; out may alias in) with pair i made of
+ * (i, i + head_dim/2), i < head_dim/2:
+ *   out[i] = x[i]·c − x[i+d/2]·s,  out[i+d/2] = x[i+d/2]·c + x[i]·s  (x·cos + rotate_half(x)·sin);
+ * inverse uses −s (the transpose: the backward). head_dim even, ld_in/ld_out >= head_dim
+ * (STRIX_ASSERT). STRIX_ERR_UNSUPPORTED for an empty slot. */
+STRIX_API strix_status strix_rope_rotate_half(strix_backend *be, const float *in, size_t ld_in,
+                                              const float *cos_table, const float *sin_table,
+                                              float *out, size_t ld_out, size_t rows,
+                                              size_t seq_len, size_t pos0, size_t head_dim,
+                                              bool inverse);
 /* (d0,d1,d2,d3) -> (d0,d2,d1,d3). Bit-exact data movement; no alias. */
 STRIX_API strix_status strix_permute_0213(strix_backend *be, const float *in, float *out,
                                           size_t d0, size_t d1, size_t d2, size_t d3);

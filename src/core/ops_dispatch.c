@@ -1,9 +1,10 @@
 /*
  * ops_dispatch.c - what src/core/primitives.def generates in the core: the public entry point of
- * every STRIX_PRIMITIVE entry (a checked dispatch into the backend vtable: NULL handle ->
- * STRIX_ASSERT, NULL slot -> STRIX_ERR_UNSUPPORTED naming the backend and the primitive, never
- * another backend), and the table of slot names and headers. STRIX_PRIMITIVE_CHECKED entries are
- * written by hand in src/core/backend.c and src/core/ops_*.c. No math here.
+ * every STRIX_PRIMITIVE and STRIX_PRIMITIVE_ASSERT entry (the contract, if any, asserted; then a
+ * checked dispatch into the backend vtable: NULL handle -> STRIX_ASSERT, NULL slot ->
+ * STRIX_ERR_UNSUPPORTED naming the backend and the primitive, never another backend), and the
+ * table of slot names and headers. STRIX_PRIMITIVE_CHECKED entries are written by hand in
+ * src/core/backend.c and src/core/ops_*.c. No math here.
  */
 #include "core/backend_impl.h"
 
@@ -11,6 +12,11 @@
 
 #define STRIX_PRIMITIVE(header, name, params, args)                                           \
     strix_status strix_##name(strix_backend *be, STRIX_UNPAREN params) {                       \
+        STRIX_DISPATCH(be, name, STRIX_UNPAREN args);                                          \
+    }
+#define STRIX_PRIMITIVE_ASSERT(header, name, params, args, contract)                          \
+    strix_status strix_##name(strix_backend *be, STRIX_UNPAREN params) {                       \
+        STRIX_ASSERT(contract, #name ": contract violated");                                   \
         STRIX_DISPATCH(be, name, STRIX_UNPAREN args);                                          \
     }
 #define STRIX_PRIMITIVE_CHECKED(header, name, params, args)

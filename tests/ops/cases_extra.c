@@ -1,6 +1,7 @@
 /*
  * cases_extra.c - op tests of the "extra" primitives (tests/ops/op_harness.h): accumulate_rows,
- * copy_2d, BCE with logits, RMSNorm, attention masks, the tanh-Gaussian policy and strix_rl_rows.
+ * copy_2d, BCE with logits, RMSNorm, attention masks, the tanh-Gaussian policy, strix_rl_rows and
+ * the rotate-half RoPE.
  *
  * Golden cases (tools/ref/ops_extra_ref.py, PyTorch 1.13) run on every backend at 1 and 2
  * threads. The extra tests pin exact edge values (BCE at ±inf, accumulation order, mask rules,
@@ -205,6 +206,44 @@ static void run_rl_rows(op_run *run) {
     collect(run, "polyak (in place)", "polyak", dst, n, false);
 }
 
+/* Rotate-half RoPE: forward and inverse against the Hugging Face formula; rows in a wider buffer
+ * rotated in place with the gap columns untouched. */
+static void run_rope_rotate_half(op_run *run) {
+    const tl_array *x = need(run, "x");
+    size_t rows = (size_t)x->shape[0], head_dim = (size_t)x->shape[1], n = x->count;
+    size_t seq_len = (size_t)scalar(run, "seq_len"), pos0 = (size_t)scalar(run, "pos0");
+    float *in = input(run, "x"), *cos_t = input(run, "cos"), *sin_t = input(run, "sin");
+    float *out = output(run, n), *inv = output(run, n);
+    OK(strix_rope_rotate_half(run->be, in, head_dim, cos_t, sin_t, out, head_dim, rows, seq_len,
+                              pos0, head_dim, false));
+    collect(run, "out", "out", out, n, false);
+    OK(strix_rope_rotate_half(run->be, in, head_dim, cos_t, sin_t, inv, head_dim, rows, seq_len,
+                              pos0, head_dim, true));
+    collect(run, "inverse", "inv", inv, n, false);
+    OK(strix_rope_rotate_half(run->be, out, head_dim, cos_t, sin_t, out, head_dim, rows, seq_len,
+                              pos0, head_dim, true));
+    collect(run, "inverse of out (in place) = x", "x", out, n, false);
+    size_t ld = head_dim + 3;
+    float *host = tl_malloc_floats(rows * ld);
+    for (size_t r = 0; r < rows; r++) {
+        memcpy(host + r * ld, x->data + r * head_dim, head_dim * sizeof(float));
+        for (size_t j = head_dim; j < ld; j++) host[r * ld + j] = -7.0f;
+    }
+    float *wide = keep(run, tl_upload(run->be, host, rows * ld * sizeof(float)));
+    OK(strix_rope_rotate_half(run->be, wide, ld, cos_t, sin_t, wide, ld, rows, seq_len, pos0,
+                              head_dim, false));
+    tl_download(run->be, host, wide, rows * ld * sizeof(float));
+    float *packed_host = tl_malloc_floats(n);
+    for (size_t r = 0; r < rows; r++) {
+        memcpy(packed_host + r * head_dim, host + r * ld, head_dim * sizeof(float));
+        for (size_t j = head_dim; j < ld; j++) assert_true(host[r * ld + j] == -7.0f);
+    }
+    float *packed = keep(run, tl_upload(run->be, packed_host, n * sizeof(float)));
+    collect(run, "out (strided, in place)", "out", packed, n, false);
+    free(host);
+    free(packed_host);
+}
+
 /* atol/rtol 1e-5/1e-4: every output is O(1..10) and a handful of roundings (float sums of at most
  * 23 terms); data movement, masks and the row-by-row accumulation are compared bit for bit. */
 const op_case ops_extra_cases[] = {
@@ -215,6 +254,7 @@ const op_case ops_extra_cases[] = {
     {"attention_mask_fill", run_attention_mask_fill, 0.0, 0.0},
     {"tanh_gaussian", run_tanh_gaussian, ATOL, RTOL},
     {"rl_rows", run_rl_rows, ATOL, RTOL},
+    {"rope_rotate_half", run_rope_rotate_half, ATOL, RTOL},
 };
 const size_t ops_extra_case_count = sizeof ops_extra_cases / sizeof ops_extra_cases[0];
 
@@ -751,6 +791,83 @@ static void test_rl_grads_fd(void **state) {
     }
 }
 
+/* A STRIX_ASSERT hook that jumps back into the test (cmocka's own hook is not installed). */
+static jmp_buf contract_jump;
+static char contract_message[256];
+static void contract_jump_out(const char *file, int line, const char *msg) {
+    (void)file, (void)line;
+    snprintf(contract_message, sizeof contract_message, "%s", msg);
+    longjmp(contract_jump, 1);
+}
+
+/* Asserts that `call` fails a STRIX_ASSERT whose message names `what`. */
+#define assert_contract_broken(call, what)                                                     \
+    do {                                                                                       \
+        strix_set_abort_callback(contract_jump_out);                                           \
+        if (setjmp(contract_jump) == 0) {                                                      \
+            (void)(call);                                                                      \
+            strix_set_abort_callback(NULL);                                                    \
+            fail_msg("%s returned instead of breaking its contract", #call);                   \
+        }                                                                                      \
+        strix_set_abort_callback(NULL);                                                        \
+        assert_non_null(strstr(contract_message, (what)));                                     \
+    } while (0)
+
+/* Rotate-half RoPE: L = Σ w·rope(x); its backward, the inverse rotation of w, vs central
+ * differences of L over x. */
+static void test_rope_rotate_half_fd(void **state) {
+    (void)state;
+    enum { ROWS = 6, SEQ = 3, D = 8, POS0 = 1, MAXPOS = 5, N = ROWS * D };
+    float x[N], w[N], cos_t[MAXPOS * D / 2], sin_t[MAXPOS * D / 2], y[N], an[N];
+    tl_fill_uniform(x, N, 41, -2.0f, 2.0f);
+    tl_fill_uniform(w, N, 42, -1.0f, 1.0f);
+    for (int p = 0; p < MAXPOS; p++)
+        for (int i = 0; i < D / 2; i++) {
+            double angle = p * pow(10000.0, -2.0 * i / D);
+            cos_t[p * D / 2 + i] = (float)cos(angle), sin_t[p * D / 2 + i] = (float)sin(angle);
+        }
+    const float h = 1e-2f;
+    FOR_EACH_BACKEND(be) {
+        float *dx = up(be, x, N), *dw = up(be, w, N), *out = up(be, x, N);
+        float *dc = up(be, cos_t, MAXPOS * D / 2), *ds = up(be, sin_t, MAXPOS * D / 2);
+        OK(strix_rope_rotate_half(be, dw, D, dc, ds, out, D, ROWS, SEQ, POS0, D, true));
+        down(be, an, out, N);
+        bool ok = true;
+        for (size_t i = 0; i < N; i++) {
+            float keep_v = x[i];
+            double L[2];
+            for (int s = 0; s < 2; s++) {
+                x[i] = keep_v + (s ? -h : h);
+                strix_copy(be, dx, x, N * sizeof(float), STRIX_COPY_H2D);
+                OK(strix_rope_rotate_half(be, dx, D, dc, ds, out, D, ROWS, SEQ, POS0, D, false));
+                down(be, y, out, N);
+                L[s] = weighted_sum(y, w, N);
+            }
+            x[i] = keep_v;
+            ok = fd_close("rope_rotate_half dx", i, (L[0] - L[1]) / (2.0 * (double)h), an[i],
+                          1e-4) && ok;
+        }
+        assert_true(ok);
+        strix_free(be, dx), strix_free(be, dw), strix_free(be, out), strix_free(be, dc);
+        strix_free(be, ds);
+    }
+}
+
+/* The contract of the generated entry point (src/core/primitives.def): an odd head_dim or a row
+ * stride below it fails a STRIX_ASSERT naming the primitive, before any backend runs. */
+static void test_rope_rotate_half_contract(void **state) {
+    (void)state;
+    float x[8] = {0}, table[4] = {0};
+    strix_backend *be = tl_backend_open("cpu");
+    assert_non_null(be);
+    assert_contract_broken(strix_rope_rotate_half(be, x, 8, table, table, x, 8, 1, 1, 0, 7, false),
+                           "rope_rotate_half");
+    assert_contract_broken(strix_rope_rotate_half(be, x, 4, table, table, x, 8, 1, 1, 0, 8, false),
+                           "rope_rotate_half");
+    OK(strix_rope_rotate_half(be, x, 8, table, table, x, 8, 1, 1, 0, 8, false));
+    strix_backend_free(be);
+}
+
 const struct CMUnitTest ops_extra_tests[] = {
     cmocka_unit_test(test_bce_infinities),
     cmocka_unit_test(test_accumulate_rows_order),
@@ -763,5 +880,7 @@ const struct CMUnitTest ops_extra_tests[] = {
     cmocka_unit_test(test_bce_fd),
     cmocka_unit_test(test_tanh_gaussian_fd),
     cmocka_unit_test(test_rl_grads_fd),
+    cmocka_unit_test(test_rope_rotate_half_fd),
+    cmocka_unit_test(test_rope_rotate_half_contract),
 };
 const size_t ops_extra_test_count = sizeof ops_extra_tests / sizeof ops_extra_tests[0];

@@ -4,7 +4,7 @@
 Run from the repository root with Debian's python3 (PyTorch 1.13, NumPy):
     /usr/bin/python3 tools/ref/ops_extra_ref.py
 It writes tests/golden/ops/{accumulate_rows,copy_2d,bce_with_logits,rms_norm,attention_mask_fill,
-tanh_gaussian,rl_rows}.bin (about 30 KB in all), in the format of ops_ref.py (write_golden).
+tanh_gaussian,rl_rows,rope_rotate_half}.bin (about 40 KB in all), in the format of ops_ref.py (write_golden).
 
 References: BCE is torch.nn.functional.binary_cross_entropy_with_logits (reduction='none') and
 its autograd gradient. The rest have no single PyTorch op, so each is a direct transcription of
@@ -13,7 +13,10 @@ independently of the C code, with torch.autograd on the transcribed forward for 
 RMSNorm x·rsqrt(mean(x²)+eps)·gamma; attention masks as boolean masks; the tanh-Gaussian policy;
 DQN / REINFORCE / PPO-Clip losses; the (Double) DQN target; Polyak averaging. accumulate_rows and
 copy_2d are plain float32 NumPy loops (the accumulation order is the op's contract, so its
-golden is exact). This script does not test anything and is not needed to run the tests.
+golden is exact). rope_rotate_half is the Hugging Face Llama formula, transcribed (transformers is
+not installed here): q·cos + rotate_half(q)·sin with rotate_half(x) = cat(−x2, x1) and the
+(max_pos, head_dim/2) tables repeated over both halves, as LlamaRotaryEmbedding's cat((freqs,
+freqs)). This script does not test anything and is not needed to run the tests.
 """
 import math
 import os
@@ -236,8 +239,31 @@ def rl_rows():
     return arrays
 
 
+def rope_rotate_half():
+    """Hugging Face rotate-half RoPE (Llama): out = x·cos + rotate_half(x)·sin over rows at
+    position pos0 + r mod seq_len; the inverse (the transpose, backward) uses −sin."""
+    rows, seq_len, head_dim, pos0, max_pos = 5 * 7, 7, 12, 2, 10
+    x = randn(rows, head_dim)
+    half = head_dim // 2
+    inv_freq = 10000.0 ** (-torch.arange(half, dtype=torch.float64) * 2.0 / head_dim)
+    freqs = torch.arange(max_pos, dtype=torch.float64)[:, None] * inv_freq[None, :]
+    cos, sin = torch.cos(freqs).to(F32), torch.sin(freqs).to(F32)
+
+    def rotate_half(t):
+        return torch.cat((-t[..., half:], t[..., :half]), dim=-1)
+
+    def apply(t, sign):
+        pos = pos0 + torch.arange(rows) % seq_len
+        c = torch.cat((cos[pos], cos[pos]), dim=-1)
+        s = torch.cat((sin[pos], sin[pos]), dim=-1) * sign
+        return t * c + rotate_half(t) * s
+
+    return [("x", x), ("cos", cos), ("sin", sin), ("seq_len", seq_len), ("pos0", pos0),
+            ("out", apply(x, 1.0)), ("inv", apply(x, -1.0))]
+
+
 CASES = [accumulate_rows, copy_2d, bce_with_logits, rms_norm, attention_mask_fill, tanh_gaussian,
-         rl_rows]
+         rl_rows, rope_rotate_half]
 
 
 def main():

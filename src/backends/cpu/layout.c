@@ -1,6 +1,6 @@
 /*
- * layout.c - the CPU backend's position and data-movement slots: RoPE, permute_0213, gather_rows,
- * scatter_add_rows, copy_2d and accumulate_rows.
+ * layout.c - the CPU backend's position and data-movement slots: RoPE (interleaved and
+ * rotate-half), permute_0213, gather_rows, scatter_add_rows, copy_2d and accumulate_rows.
  *
  * Data movement is bit-exact. scatter_add_rows and accumulate_rows add in ascending i for every
  * column; OpenMP splits columns, never i, so the sums keep their order on any thread count.
@@ -22,6 +22,21 @@ strix_status cpu_rope_rotate(strix_backend *be, const float *in, size_t ld_in,
         size_t pos = pos0 + r % seq_len;
         strix_rope_row(in + r * ld_in, out + r * ld_out, cos_table + pos * half,
                        sin_table + pos * half, head_dim, inverse);
+    }
+    return STRIX_OK;
+}
+
+strix_status cpu_rope_rotate_half(strix_backend *be, const float *in, size_t ld_in,
+                                  const float *cos_table, const float *sin_table, float *out,
+                                  size_t ld_out, size_t rows, size_t seq_len, size_t pos0,
+                                  size_t head_dim, bool inverse) {
+    (void)be;
+    size_t half = head_dim / 2;
+    CPU_PARALLEL_FOR_IF(rows > 1 && CPU_BIG(rows * head_dim))
+    for (size_t r = 0; r < rows; r++) {
+        size_t pos = pos0 + r % seq_len;
+        strix_rope_half_row(in + r * ld_in, out + r * ld_out, cos_table + pos * half,
+                            sin_table + pos * half, head_dim, inverse);
     }
     return STRIX_OK;
 }

@@ -1,5 +1,6 @@
 /*
- * layout.cu - CUDA/HIP launchers of the position and data-movement slots: RoPE, permute_0213,
+ * layout.cu - CUDA/HIP launchers of the position and data-movement slots: RoPE (interleaved and
+ * rotate-half), permute_0213,
  * gather_rows, scatter_add_rows, copy_2d and accumulate_rows (CPU: src/backends/cpu/layout.c).
  *
  * Data movement is one thread per output element, bit-exact. accumulate_rows is one thread per
@@ -38,6 +39,30 @@ strix_status cuda_rope_rotate(strix_backend *be, const float *in, size_t ld_in,
     rope_kernel<<<cuda_blocks(rows * half), CUDA_BLOCK, 0, cuda_stream(be)>>>(
         in, ld_in, cos_table, sin_table, out, ld_out, rows, seq_len, pos0, half, inverse);
     return cuda_launched(be, "rope_rotate");
+}
+
+/* The rotate-half layout, one thread per (row r, pair), as rope_kernel. */
+static __global__ void rope_half_kernel(const float *in, size_t ld_in, const float *cos_table,
+                                        const float *sin_table, float *out, size_t ld_out,
+                                        size_t rows, size_t seq_len, size_t pos0, size_t half,
+                                        bool inverse) {
+    size_t lane = lane_index();
+    if (lane >= rows * half) return;
+    size_t r = lane / half, pair = lane % half;
+    size_t pos = pos0 + r % seq_len;
+    strix_rope_half_pair(in + r * ld_in, out + r * ld_out, cos_table + pos * half,
+                         sin_table + pos * half, pair, half, inverse);
+}
+
+strix_status cuda_rope_rotate_half(strix_backend *be, const float *in, size_t ld_in,
+                                   const float *cos_table, const float *sin_table, float *out,
+                                   size_t ld_out, size_t rows, size_t seq_len, size_t pos0,
+                                   size_t head_dim, bool inverse) {
+    size_t half = head_dim / 2;
+    if (rows == 0 || half == 0) return STRIX_OK;
+    rope_half_kernel<<<cuda_blocks(rows * half), CUDA_BLOCK, 0, cuda_stream(be)>>>(
+        in, ld_in, cos_table, sin_table, out, ld_out, rows, seq_len, pos0, half, inverse);
+    return cuda_launched(be, "rope_rotate_half");
 }
 
 /* One thread per output element of (d0, d2, d1, d3): out[i0][i2][i1][i3] = in[i0][i1][i2][i3]. */
