@@ -311,7 +311,9 @@ STRIX_API strix_status strix_top_k_rows(strix_backend *be, const float *in, floa
 /* The primitive groups beyond the GPT's (same rules as above). */
 #include "strix/ops/cnn.h"
 #include "strix/ops/lrp.h"
+#include "strix/ops/logic.h"
 #include "strix/ops/recurrent.h"
+#include "strix/ops/ssm.h"
 #include "strix/ops/rl.h"
 
 #endif

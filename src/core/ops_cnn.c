@@ -1,7 +1,7 @@
 /*
- * ops_cnn.c - the public entry points of include/strix/ops/cnn.h: the convolution, pooling and
- * normalisation primitives, each a checked call into the backend vtable (src/core/backend_impl.h).
- * No math here.
+ * ops_cnn.c - the hand-written entry points of include/strix/ops/cnn.h: the convolution, pooling
+ * and group-norm primitives with more checks than a dispatch (the others are generated from
+ * src/core/primitives.def in src/core/ops_dispatch.c), and the output-size helpers. No math here.
  */
 #include "core/backend_impl.h"
 

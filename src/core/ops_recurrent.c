@@ -1,10 +1,10 @@
 /*
- * ops_recurrent.c - the public entry points of include/strix/ops/recurrent.h: the recurrent-cell
- * and state-space primitives, each a checked call into the backend vtable
- * (src/core/backend_impl.h). No math here.
+ * ops_recurrent.c - the entry points of include/strix/ops/recurrent.h: the recurrent-cell
+ * primitives, each a checked call into the backend vtable (src/core/backend_impl.h; listed in
+ * src/core/primitives.def). No math here.
  */
 #include "core/backend_impl.h"
-#include "kernels/ssm.h" /* strix_cell_slots, strix_ssm_slots, strix_ssm_lanes */
+#include "kernels/recurrent.h" /* strix_cell_slots */
 
 /* Checks the op and, for a non-empty call, every slot it uses. */
 strix_status strix_recurrent_cell(strix_backend *be, strix_cell_op op, const strix_cell_args *args,
@@ -26,16 +26,4 @@ strix_status strix_gru_lrp_hprev(strix_backend *be, const float *h_prev, const f
                  "gru_lrp_hprev: NULL operand");
     STRIX_DISPATCH(be, gru_lrp_hprev, h_prev, w_hn, hn, r_term_b, direct, r_hprev, rows, hidden,
                    eps);
-}
-
-/* Checks the op and, for a non-empty call, every slot it uses. */
-strix_status strix_ssm_pass(strix_backend *be, strix_ssm_op op, const strix_ssm_args *args) {
-    unsigned need_in = 0, need_out = 0;
-    if (!strix_ssm_slots(op, &need_in, &need_out))
-        return strix_error(STRIX_ERR_ARG, "ssm_pass: unknown op %d", (int)op);
-    STRIX_ASSERT(args != NULL, "ssm_pass: NULL args");
-    size_t work = 0;
-    if (strix_ssm_lanes(op, args, &work) > 0)
-        STRIX_ASSERT_SLOTS("ssm_pass", op, args, need_in, 12, need_out, 10);
-    STRIX_DISPATCH(be, ssm_pass, op, args);
 }

@@ -1,6 +1,7 @@
 /*
- * ops_rl.c - the public entry points of include/strix/ops/rl.h: the reinforcement-learning
- * primitives, each a checked call into the backend vtable (src/core/backend_impl.h). No math here.
+ * ops_rl.c - the hand-written entry points of include/strix/ops/rl.h: strix_rl_rows (op and slot
+ * checks) and the action check the backends share; the tanh-Gaussian entry points are generated
+ * from src/core/primitives.def (src/core/ops_dispatch.c). No math here.
  */
 #include "core/backend_impl.h"
 

@@ -1,5 +1,5 @@
 /*
- * kernels/logic.h - the math of the fuzzy-logic primitives (include/strix/ops/lrp.h): t-norms and
+ * kernels/logic.h - the math of the fuzzy-logic primitives (include/strix/ops/logic.h): t-norms and
  * t-conorms (Product, Łukasiewicz, Gödel) with their derivatives and LRP rules, one element per
  * call, and the power-mean aggregator per element.
  *

@@ -6,7 +6,7 @@
  * SsmPassArgs, §4 MambaLRP).
  *
  * Slot meanings, shapes and orders are documented at strix_ssm_op
- * (include/strix/ops/recurrent.h). One function per op handles one lane: a sequence lane walks
+ * (include/strix/ops/ssm.h). One function per op handles one lane: a sequence lane walks
  * time itself (ascending forward, descending backward) and keeps its carries in locals or
  * recomputes them from what it already wrote, so no scratch buffer and no atomics are needed.
  * Exponentials use strix_kernel_expf (kernels/mathf.h), so every backend gets the same float.

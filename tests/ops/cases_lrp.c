@@ -1,7 +1,8 @@
 /*
- * cases_lrp.c - op-test cases of the LRP and fuzzy-logic primitives (include/strix/ops/lrp.h;
- * harness: tests/ops/op_harness.h). Goldens: tools/ref/ops_lrp_ref.py (float64 transcriptions
- * of each rule, checked there against torch.autograd where an autograd form exists).
+ * cases_lrp.c - op-test cases of the LRP and fuzzy-logic primitives (include/strix/ops/lrp.h,
+ * include/strix/ops/logic.h; harness: tests/ops/op_harness.h). Goldens: tools/ref/ops_lrp_ref.py
+ * (float64 transcriptions of each rule, checked there against torch.autograd where an autograd
+ * form exists).
  *
  * The extra tests check the exact edge cases (stab at z = 0 and −0, gates with zero gate
  * values, Gödel ties, the Łukasiewicz clamp on both sides and on its boundary, a −inf softmax

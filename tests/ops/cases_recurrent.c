@@ -1,7 +1,7 @@
 /*
  * cases_recurrent.c - op-test cases of the recurrent-cell and state-space primitives
- * (include/strix/ops/recurrent.h; harness: tests/ops/op_harness.h). Goldens:
- * tools/ref/ops_recurrent_ref.py (float64 torch transcriptions of each recurrence, autograd for
+ * (include/strix/ops/recurrent.h, include/strix/ops/ssm.h; harness: tests/ops/op_harness.h).
+ * Goldens: tools/ref/ops_recurrent_ref.py (float64 torch transcriptions of each recurrence, autograd for
  * every gradient, LSTM/GRU forward checked there against torch.nn.LSTMCell/GRUCell).
  *
  * The golden cases feed each op the golden values of its inputs, so every op is checked on its

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """ops_lrp_ref.py - writes the golden files of the LRP and fuzzy-logic primitives
-(include/strix/ops/lrp.h) for tests/ops/cases_lrp.c.
+(include/strix/ops/lrp.h, include/strix/ops/logic.h) for tests/ops/cases_lrp.c.
 
 Run from the repository root with Debian's python3 (PyTorch 1.13, NumPy):
     /usr/bin/python3 tools/ref/ops_lrp_ref.py

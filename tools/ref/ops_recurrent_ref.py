@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """ops_recurrent_ref.py - writes the golden files of the recurrent-cell and state-space
-primitives (include/strix/ops/recurrent.h) for tests/ops/cases_recurrent.c.
+primitives (include/strix/ops/recurrent.h, ops/ssm.h) for tests/ops/cases_recurrent.c.
 
 Run from the repository root with Debian's python3 (PyTorch 1.13, NumPy):
     /usr/bin/python3 tools/ref/ops_recurrent_ref.py

@@ -1,6 +1,6 @@
 /*
  * ssm.cu - CUDA/HIP launchers of the state-space passes (Mamba, RWKV, RetNet, stabilised divide,
- * reverse-time sum; include/strix/ops/recurrent.h); the math is src/kernels/ssm.h, as in
+ * reverse-time sum; include/strix/ops/ssm.h); the math is src/kernels/ssm.h, as in
  * src/backends/cpu/ssm.c.
  *
  * One thread per lane of the op (strix_ssm_lanes): a sequence lane walks time itself in the
