@@ -126,6 +126,9 @@ STRIX_API const strix_st_tensor *strix_safetensors_find(const strix_safetensors 
                                                         const char *name);
 /* Metadata value of `key`, or NULL. */
 STRIX_API const char *strix_safetensors_meta(const strix_safetensors *st, const char *key);
+/* The __metadata__ entries in the order of the file; i in [0, meta_count). */
+STRIX_API int strix_safetensors_meta_count(const strix_safetensors *st);
+STRIX_API const strix_st_meta *strix_safetensors_meta_at(const strix_safetensors *st, int i);
 
 /* The dtype tensor t (a pointer from strix_safetensors_at/find of st) has in the file; the same as
  * t->dtype, kept for callers of the first API. */

@@ -501,6 +501,13 @@ const char *strix_safetensors_meta(const strix_safetensors *st, const char *key)
     return NULL;
 }
 
+int strix_safetensors_meta_count(const strix_safetensors *st) { return st->meta_count; }
+
+const strix_st_meta *strix_safetensors_meta_at(const strix_safetensors *st, int i) {
+    STRIX_ASSERT(i >= 0 && i < st->meta_count, "metadata index %d of %d", i, st->meta_count);
+    return &st->meta[i];
+}
+
 void strix_safetensors_free(strix_safetensors *st) {
     if (!st) return;
     if (st->names)
