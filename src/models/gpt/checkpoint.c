@@ -281,6 +281,8 @@ static const meta_field run_fields[] = {
     F64_NAN("val_loss", state.val_loss, 0.0, 1e30),
 };
 #define N_RUN_FIELDS ((int)(sizeof run_fields / sizeof *run_fields))
+/* format, format_version, config, vocab, the run fields and optimizer fit the metadata list */
+_Static_assert(sizeof run_fields / sizeof *run_fields + 5 <= META_MAX, "raise META_MAX");
 
 /* Adds field f of info to m: its text into m's buffer, or the string itself (borrowed). */
 static void meta_put_field(meta_list *m, const meta_field *f, const strix_checkpoint_info *info) {
