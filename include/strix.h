@@ -1,8 +1,8 @@
 /*
  * strix.h - the whole public API of strix in one include. Each part has its own header under
- * strix/ (core, tensor, backend and its ops/, params, nn, layers, loss, optim, state_dict, lrp,
- * attribution, gpt, sample, data, checkpoint); include only what you use if you prefer. examples/tiny_gpt.c and
- * examples/digits.c are complete, commented programs.
+ * strix/ (core, tensor, backend and its ops/, params, safetensors, nn, layers, loss, optim,
+ * state_dict, lrp, attribution, gpt, sample, data, checkpoint); include only what you use if you
+ * prefer. examples/tiny_gpt.c and examples/digits.c are complete, commented programs.
  */
 #ifndef STRIX_H
 #define STRIX_H
@@ -11,6 +11,7 @@
 #include "strix/tensor.h"
 #include "strix/backend.h"
 #include "strix/params.h"
+#include "strix/safetensors.h"
 #include "strix/nn.h"
 #include "strix/layers.h"
 #include "strix/loss.h"

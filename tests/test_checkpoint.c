@@ -211,8 +211,11 @@ static void test_crafted_headers(void **state) {
                         "numel x 4");
     expect_format_error("{\"x\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[8,0]}}", 8,
                         "end before begin");
-    expect_format_error("{\"x\":{\"dtype\":\"F16\",\"shape\":[2],\"data_offsets\":[0,4]}}", 4,
-                        "dtype 'F16'");
+    /* F16 is read since strix/safetensors.h; F64 (and other dtypes) are still refused */
+    expect_format_error("{\"x\":{\"dtype\":\"F64\",\"shape\":[2],\"data_offsets\":[0,16]}}", 16,
+                        "dtype 'F64'");
+    expect_format_error("{\"x\":{\"dtype\":\"F16\",\"shape\":[2],\"data_offsets\":[0,8]}}", 8,
+                        "numel x 2");
     expect_format_error("{\"x\":{\"dtype\":\"Q7\",\"shape\":[2],\"data_offsets\":[0,8]}}", 8,
                         "dtype 'Q7'");
     expect_format_error("{\"x\":{\"dtype\":7,\"shape\":[2],\"data_offsets\":[0,8]}}", 8,
@@ -564,6 +567,86 @@ static void test_gpt_checkpoint_tied_weights_stored_once(void **state) {
     strix_backend_free(be);
 }
 
+/* The metadata keys and their texts, as every strix checkpoint so far has written them, and each
+ * key checked on load: removing it, or (run fields) garbling it, makes the file fail to open with
+ * a message naming the key. */
+static void test_checkpoint_metadata_fields(void **state) {
+    strix_backend *be;
+    assert_int_equal(strix_backend_init("cpu", &be), STRIX_OK);
+    strix_gpt_config c = tiny_config();
+    strix_gpt *g;
+    assert_int_equal(strix_gpt_new(be, &c, &g), STRIX_OK);
+    assert_int_equal(strix_gpt_init_weights(g, 7), STRIX_OK);
+    strix_checkpoint_info info = tiny_info(&c);
+    const char *path = in_tmp("fields.safetensors");
+    assert_int_equal(strix_checkpoint_save(path, g, &info), STRIX_OK);
+    strix_safetensors *st;
+    assert_int_equal(strix_safetensors_read(path, &st), STRIX_OK);
+    static const char *const keys[] = {
+        "format", "format_version", "config", "vocab", "step", "total_steps", "time_limit", "lr",
+        "min_lr", "warmup", "weight_decay", "clip", "adam_beta1", "adam_beta2", "adam_eps",
+        "batch", "seed", "eval_every", "eval_batches", "val_fraction", "data_path", "data_size",
+        "data_hash", "sampling", "stride", "backend", "data_rng", "seq_pos", "seq_epoch",
+        "val_loss", "optimizer"};
+    const int n_keys = (int)(sizeof keys / sizeof *keys);
+    assert_int_equal(strix_safetensors_meta_count(st), n_keys);
+    for (int i = 0; i < n_keys; i++)
+        assert_string_equal(strix_safetensors_meta_at(st, i)->key, keys[i]);
+    static const char *const texts[][2] = {
+        {"format_version", "1"}, {"vocab", "0a616263ff"}, {"step", "42"},
+        {"total_steps", "100"}, {"time_limit", "0"}, {"lr", "0.0003"}, {"min_lr", "3e-05"},
+        {"warmup", "10"}, {"weight_decay", "0.1"}, {"clip", "1"}, {"adam_beta2", "0.999"},
+        {"adam_eps", "1e-08"}, {"batch", "4"}, {"seed", "18446744073709551615"},
+        {"eval_every", "25"}, {"eval_batches", "3"}, {"val_fraction", "0.1"},
+        {"data_path", "some dir/with \"quotes\".txt"}, {"data_size", "12345"},
+        {"data_hash", "0123456789abcdef"}, {"sampling", "random"}, {"stride", "8"},
+        {"backend", "cpu-blas"}, {"data_rng", "18364758544493064720"}, {"seq_pos", "17"},
+        {"seq_epoch", "3"}, {"val_loss", "nan"}};
+    for (size_t i = 0; i < sizeof texts / sizeof *texts; i++) {
+        const char *v = strix_safetensors_meta(st, texts[i][0]);
+        if (!v || strcmp(v, texts[i][1]) != 0)
+            fail_msg("metadata '%s' = '%s', expected '%s'", texts[i][0], v ? v : "(none)",
+                     texts[i][1]);
+    }
+
+    int n = strix_safetensors_count(st);
+    strix_st_tensor *ts = calloc((size_t)n, sizeof *ts);
+    for (int i = 0; i < n; i++) ts[i] = *strix_safetensors_at(st, i);
+    strix_st_meta meta[64];
+    const char *edited = in_tmp("edited.safetensors");
+    for (int k = 0; k < n_keys; k++) {
+        if (strcmp(keys[k], "optimizer") == 0) continue; /* informational, not read */
+        for (int garble = 0; garble < 2; garble++) {
+            /* free-form strings ("-x1" is a fine path or backend name) are not garbled */
+            bool run_field = k >= 4 && strcmp(keys[k], "data_path") != 0 &&
+                             strcmp(keys[k], "backend") != 0;
+            if (garble && !run_field) continue;
+            int m = 0;
+            for (int i = 0; i < n_keys; i++) {
+                meta[m] = *strix_safetensors_meta_at(st, i);
+                if (i == k && !garble) continue;
+                if (i == k) meta[m].value = "-x1";
+                m++;
+            }
+            assert_int_equal(strix_safetensors_write(edited, ts, n, meta, m), STRIX_OK);
+            strix_checkpoint *ck = (strix_checkpoint *)1;
+            strix_status s = strix_checkpoint_open(edited, &ck);
+            char want[96];
+            if (garble) snprintf(want, sizeof want, "metadata '%s' = '-x1' is invalid", keys[k]);
+            else if (k == 0) snprintf(want, sizeof want, "not a strix checkpoint");
+            else snprintf(want, sizeof want, "'%s'", keys[k]);
+            if (s != STRIX_ERR_FORMAT || !strstr(strix_last_error(), want))
+                fail_msg("%s '%s': got %s '%s', expected '%s'", garble ? "garbled" : "without",
+                         keys[k], strix_status_str(s), strix_last_error(), want);
+            assert_null(ck);
+        }
+    }
+    free(ts);
+    strix_safetensors_free(st);
+    strix_gpt_free(g);
+    strix_backend_free(be);
+}
+
 static void test_gpt_config_json_round_trip(void **state) {
     strix_gpt_config c = tiny_config();
     c.n_head = 3;
@@ -598,6 +681,7 @@ int main(void) {
         cmocka_unit_test(test_gpt_checkpoint_round_trip),
         cmocka_unit_test(test_gpt_checkpoint_tied_weights_stored_once),
         cmocka_unit_test(test_checkpoint_probe),
+        cmocka_unit_test(test_checkpoint_metadata_fields),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

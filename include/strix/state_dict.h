@@ -10,14 +10,15 @@
  * stored once, under the name declared first; on load a tied name is optional and, if present,
  * ignored (its storage is loaded under the first name).
  *
- * Also here: the I64 extension of the safetensors reader/writer (strix/checkpoint.h) it needs.
- * Not here: optimizer state (the GPT checkpoint has its own format), sharded files, other dtypes.
+ * Built on strix/safetensors.h. Not here: optimizer state (the GPT checkpoint has its own format),
+ * sharded sets (load each shard of a strix_st_set with strix_state_dict_apply, not strict), other
+ * dtypes (a parameter stored as F16 or BF16 is refused, not converted).
  */
 #ifndef STRIX_STATE_DICT_H
 #define STRIX_STATE_DICT_H
 
-#include "strix/checkpoint.h"
 #include "strix/params.h"
+#include "strix/safetensors.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -30,7 +31,8 @@ extern "C" {
  * STRIX_ERR_ALLOC, backend errors. */
 STRIX_API strix_status strix_state_dict_save(const strix_params *ps, const char *path);
 
-/* Loads the parameters and buffers of ps from a parsed file. Every tensor is checked before
+/* Loads the parameters and buffers of ps from a parsed file (opened lazily or not: tensors without
+ * float data are converted one at a time on the way to the device). Every tensor is checked before
  * anything is copied, so a failed load leaves ps unchanged:
  *   - a parameter absent from the file: STRIX_ERR_FORMAT ("missing key") when strict; kept as
  *     it is otherwise;
@@ -43,7 +45,7 @@ STRIX_API strix_status strix_state_dict_apply(strix_params *ps, const strix_safe
                                               bool strict);
 
 /* strix_safetensors_read(path) then strix_state_dict_apply. Adds STRIX_ERR_IO and the reader's
- * STRIX_ERR_FORMAT for unreadable or malformed files. */
+ * STRIX_ERR_FORMAT for unreadable or malformed files. The file is memory-mapped and read lazily. */
 STRIX_API strix_status strix_state_dict_load(strix_params *ps, const char *path, bool strict);
 
 #ifdef __cplusplus

@@ -1,6 +1,6 @@
 /*
  * atomic.c - writing a file atomically: temp file, fflush + fsync, rename over the target, fsync
- * of the directory (strix/checkpoint.h). A crash or error at any point leaves either the old
+ * of the directory (strix/safetensors.h). A crash or error at any point leaves either the old
  * file or the complete new one, never a torn file.
  *
  * Does not lock: two processes saving to one path race, and the last rename wins.
@@ -14,7 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "strix/checkpoint.h"
+#include "strix/safetensors.h"
 
 /* fsync of the directory holding `path`, so the rename itself is durable. */
 static strix_status sync_parent_dir(const char *path) {

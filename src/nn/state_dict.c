@@ -1,8 +1,9 @@
 /*
  * state_dict.c - save/load a parameter block as a PyTorch state dict in safetensors
- * (strix/state_dict.h). Save copies the whole value block to the host once and points the
- * tensors into it; load validates every name, shape and dtype first and copies only then, so a
- * bad file changes nothing. Does not touch gradients or optimizer moments.
+ * (strix/state_dict.h), on the reader and writer of strix/safetensors.h. Save copies the whole
+ * value block to the host once and points the tensors into it; load validates every name, shape
+ * and dtype first and copies only then (converting a lazily read tensor through one scratch
+ * buffer), so a bad file changes nothing. Does not touch gradients or optimizer moments.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -73,8 +74,8 @@ static strix_status check_tensor(const strix_safetensors *st, const strix_st_ten
     if (strix_safetensors_dtype(st, t) != want)
         return strix_error(STRIX_ERR_FORMAT, "state_dict: '%s' has dtype %s in the file, the "
                            "model expects %s", p->name,
-                           want == STRIX_ST_I64 ? "F32" : "I64",
-                           want == STRIX_ST_I64 ? "I64" : "F32");
+                           strix_st_dtype_name(strix_safetensors_dtype(st, t)),
+                           strix_st_dtype_name(want));
     return STRIX_OK;
 }
 
@@ -103,19 +104,38 @@ strix_status strix_state_dict_apply(strix_params *ps, const strix_safetensors *s
         }
         STRIX_TRY(check_tensor(st, t, p));
     }
-    for (int i = 0; i < ps->count; i++) {
+    float *scratch = NULL; /* the float32 values of a tensor read lazily */
+    size_t scratch_cap = 0;
+    strix_status s = STRIX_OK;
+    for (int i = 0; i < ps->count && s == STRIX_OK; i++) {
         const strix_param *p = ps->items[i];
         const strix_st_tensor *t = strix_safetensors_find(st, p->name);
         if (p->tied_to || !t || p->numel == 0) continue;
-        STRIX_TRY(strix_copy(ps->be, p->data, t->data, p->numel * sizeof(float),
-                             STRIX_COPY_H2D));
+        const float *values = t->data;
+        if (!values) {
+            if (scratch_cap < p->numel) {
+                free(scratch);
+                scratch_cap = p->numel;
+                scratch = malloc(scratch_cap * sizeof *scratch);
+                if (!scratch) {
+                    s = strix_error(STRIX_ERR_ALLOC, "state_dict: out of memory");
+                    break;
+                }
+            }
+            s = strix_safetensors_to_f32(st, t, scratch, (int64_t)scratch_cap);
+            values = scratch;
+        }
+        if (s == STRIX_OK)
+            s = strix_copy(ps->be, p->data, values, p->numel * sizeof(float), STRIX_COPY_H2D);
     }
-    return STRIX_OK;
+    free(scratch);
+    return s;
 }
 
 strix_status strix_state_dict_load(strix_params *ps, const char *path, bool strict) {
     strix_safetensors *st;
-    STRIX_TRY(strix_safetensors_read(path, &st));
+    const strix_st_read_options lazy = {.lazy = true};
+    STRIX_TRY(strix_safetensors_read_ex(path, &lazy, &st));
     strix_status s = strix_state_dict_apply(ps, st, strict);
     strix_safetensors_free(st);
     return s;

@@ -2,6 +2,9 @@
  * checkpoint.c - the GPT training checkpoint: parameters, AdamW moments and the whole run's
  * configuration and position in one safetensors file (layout: strix/checkpoint.h).
  *
+ * The run's metadata (step, lr, ..., val_loss) is one table, run_fields, read by both the saver
+ * and the loader: a new field is one line there.
+ *
  * Does not decide what a resumed run may change (the strix tool does) and never loads anything
  * on its own: a checkpoint is read only when a caller names its path.
  */
@@ -10,6 +13,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -206,6 +210,105 @@ static int hex_digit(char c) {
     return -1;
 }
 
+// ---- the run's metadata fields -----------------------------------------------------------------
+
+/* How a field's value is stored in the info struct and spelled in the file. */
+typedef enum field_kind {
+    FIELD_I64,      /* int64_t, decimal, within [lo, hi] */
+    FIELD_INT,      /* int, decimal, within [lo, hi] */
+    FIELD_U64,      /* uint64_t, decimal */
+    FIELD_HEX64,    /* uint64_t, 16 lowercase hex digits */
+    FIELD_F32,      /* float, shortest exact decimal, within [lo, hi] (NaN refused) */
+    FIELD_F64,      /* double, shortest exact decimal, within [lo, hi] (NaN refused) */
+    FIELD_F64_NAN,  /* the same, NaN allowed */
+    FIELD_STR,      /* char[], at least lo characters, shorter than the array */
+    FIELD_SAMPLING, /* bool: "sequential" (true) or "random" (false) */
+} field_kind;
+
+/* One metadata key of the run: where its value lives in strix_checkpoint_info and its range. */
+typedef struct meta_field {
+    const char *key;
+    field_kind kind;
+    size_t offset, size; /* of the member in strix_checkpoint_info */
+    double lo, hi;
+} meta_field;
+
+#define MEMBER_SIZE(m) sizeof(((strix_checkpoint_info *)0)->m)
+/* The member's size, and a compile error when it is not the `bytes` its kind stores. */
+#define SIZE_IS(m, bytes) (MEMBER_SIZE(m) + 0 * sizeof(char[MEMBER_SIZE(m) == (bytes) ? 1 : -1]))
+#define FIELD(key, kind, m, bytes, lo, hi)                                                        \
+    {key, kind, offsetof(strix_checkpoint_info, m), SIZE_IS(m, bytes), lo, hi}
+#define I64(key, m, lo, hi) FIELD(key, FIELD_I64, m, sizeof(int64_t), lo, hi)
+#define INT(key, m, lo, hi) FIELD(key, FIELD_INT, m, sizeof(int), lo, hi)
+#define U64(key, m) FIELD(key, FIELD_U64, m, sizeof(uint64_t), 0, 0)
+#define HEX64(key, m) FIELD(key, FIELD_HEX64, m, sizeof(uint64_t), 0, 0)
+#define F32(key, m, lo, hi) FIELD(key, FIELD_F32, m, sizeof(float), lo, hi)
+#define F64(key, m, lo, hi) FIELD(key, FIELD_F64, m, sizeof(double), lo, hi)
+#define F64_NAN(key, m, lo, hi) FIELD(key, FIELD_F64_NAN, m, sizeof(double), lo, hi)
+#define STR(key, m, min_len) FIELD(key, FIELD_STR, m, MEMBER_SIZE(m), min_len, 0)
+#define SAMPLING(key, m) FIELD(key, FIELD_SAMPLING, m, sizeof(bool), 0, 0)
+
+#define BIG 9007199254740992.0 /* 2^53 */
+
+/* Every run field, in the order they are written; a new field is one line here. */
+static const meta_field run_fields[] = {
+    I64("step", state.step, 0, BIG),
+    I64("total_steps", train.steps, 1, BIG),
+    F64("time_limit", train.time_limit, 0.0, 1e12),
+    F32("lr", train.lr, 0.0, 1e6),
+    F32("min_lr", train.min_lr, 0.0, 1e6),
+    I64("warmup", train.warmup, 0, BIG),
+    F32("weight_decay", train.weight_decay, 0.0, 1e6),
+    F32("clip", train.clip, 0.0, 1e30),
+    /* beta < 1 and eps > 0: beta = 1 zeroes Adam's bias correction, eps = 0 divides 0 by 0 */
+    F32("adam_beta1", train.adam_beta1, 0.0, 0.9999999),
+    F32("adam_beta2", train.adam_beta2, 0.0, 0.9999999),
+    F32("adam_eps", train.adam_eps, 1e-30, 1.0),
+    INT("batch", train.batch, 1, 1 << 24),
+    U64("seed", train.seed),
+    I64("eval_every", train.eval_every, 1, BIG),
+    INT("eval_batches", train.eval_batches, 1, 1 << 24),
+    F64("val_fraction", train.val_fraction, 0.0, 1.0),
+    STR("data_path", train.data_path, 0),
+    U64("data_size", state.data_size),
+    HEX64("data_hash", state.data_hash),
+    SAMPLING("sampling", train.sequential),
+    I64("stride", train.stride, 0, BIG),
+    STR("backend", train.backend, 1),
+    U64("data_rng", state.data_rng),
+    U64("seq_pos", state.cursor.pos),
+    U64("seq_epoch", state.cursor.epoch),
+    F64_NAN("val_loss", state.val_loss, 0.0, 1e30),
+};
+#define N_RUN_FIELDS ((int)(sizeof run_fields / sizeof *run_fields))
+/* format, format_version, config, vocab, the run fields and optimizer fit the metadata list */
+_Static_assert(sizeof run_fields / sizeof *run_fields + 5 <= META_MAX, "raise META_MAX");
+
+/* Adds field f of info to m: its text into m's buffer, or the string itself (borrowed). */
+static void meta_put_field(meta_list *m, const meta_field *f, const strix_checkpoint_info *info) {
+    const char *at = (const char *)info + f->offset;
+    int64_t i64;
+    uint64_t u64;
+    int i;
+    float f32;
+    double f64;
+    bool b;
+    switch (f->kind) {
+    case FIELD_I64: memcpy(&i64, at, sizeof i64); meta_fmt(m, f->key, "%" PRId64, i64); break;
+    case FIELD_INT: memcpy(&i, at, sizeof i); meta_fmt(m, f->key, "%d", i); break;
+    case FIELD_U64: memcpy(&u64, at, sizeof u64); meta_fmt(m, f->key, "%" PRIu64, u64); break;
+    case FIELD_HEX64: memcpy(&u64, at, sizeof u64); meta_fmt(m, f->key, "%016" PRIx64, u64); break;
+    case FIELD_F32: memcpy(&f32, at, sizeof f32); meta_float(m, f->key, f32); break;
+    case FIELD_F64:
+    case FIELD_F64_NAN: memcpy(&f64, at, sizeof f64); meta_double(m, f->key, f64); break;
+    case FIELD_STR: meta_put(m, f->key, at); break;
+    case FIELD_SAMPLING:
+        memcpy(&b, at, sizeof b);
+        meta_put(m, f->key, b ? "sequential" : "random");
+        break;
+    }
+}
+
 // ---- save --------------------------------------------------------------------------------------
 
 strix_status strix_checkpoint_save(const char *path, strix_gpt *g,
@@ -249,8 +352,6 @@ strix_status strix_checkpoint_save(const char *path, strix_gpt *g,
     }
 
     if (s == STRIX_OK) {
-        const strix_train_config *t = &info->train;
-        const strix_train_state *st = &info->state;
         char vocab_hex[513];
         vocab_to_hex(&info->vocab, vocab_hex);
         meta_list m = {.n = 0};
@@ -258,32 +359,7 @@ strix_status strix_checkpoint_save(const char *path, strix_gpt *g,
         meta_put(&m, "format_version", FORMAT_VERSION);
         meta_put(&m, "config", model_json);
         meta_put(&m, "vocab", vocab_hex);
-        meta_fmt(&m, "step", "%" PRId64, st->step);
-        meta_fmt(&m, "total_steps", "%" PRId64, t->steps);
-        meta_double(&m, "time_limit", t->time_limit);
-        meta_float(&m, "lr", t->lr);
-        meta_float(&m, "min_lr", t->min_lr);
-        meta_fmt(&m, "warmup", "%" PRId64, t->warmup);
-        meta_float(&m, "weight_decay", t->weight_decay);
-        meta_float(&m, "clip", t->clip);
-        meta_float(&m, "adam_beta1", t->adam_beta1);
-        meta_float(&m, "adam_beta2", t->adam_beta2);
-        meta_float(&m, "adam_eps", t->adam_eps);
-        meta_fmt(&m, "batch", "%d", t->batch);
-        meta_fmt(&m, "seed", "%" PRIu64, t->seed);
-        meta_fmt(&m, "eval_every", "%" PRId64, t->eval_every);
-        meta_fmt(&m, "eval_batches", "%d", t->eval_batches);
-        meta_double(&m, "val_fraction", t->val_fraction);
-        meta_put(&m, "data_path", t->data_path);
-        meta_fmt(&m, "data_size", "%" PRIu64, st->data_size);
-        meta_fmt(&m, "data_hash", "%016" PRIx64, st->data_hash);
-        meta_put(&m, "sampling", t->sequential ? "sequential" : "random");
-        meta_fmt(&m, "stride", "%" PRId64, t->stride);
-        meta_put(&m, "backend", t->backend);
-        meta_fmt(&m, "data_rng", "%" PRIu64, st->data_rng);
-        meta_fmt(&m, "seq_pos", "%" PRIu64, st->cursor.pos);
-        meta_fmt(&m, "seq_epoch", "%" PRIu64, st->cursor.epoch);
-        meta_double(&m, "val_loss", st->val_loss);
+        for (int f = 0; f < N_RUN_FIELDS; f++) meta_put_field(&m, &run_fields[f], info);
         meta_put(&m, "optimizer", "adamw (moments in optim.m.<name>, optim.v.<name>)");
         s = strix_safetensors_write(path, tensors, n, m.items, m.n);
     }
@@ -357,6 +433,53 @@ static float meta_f32(meta_reader *r, const char *key, double lo, double hi) {
     return x;
 }
 
+/* Reads field f from the file into info, or records the problem in r. */
+static void meta_read_field(meta_reader *r, const meta_field *f, strix_checkpoint_info *info) {
+    char *at = (char *)info + f->offset;
+    switch (f->kind) {
+    case FIELD_I64: {
+        int64_t x = meta_i64(r, f->key, (int64_t)f->lo, (int64_t)f->hi);
+        memcpy(at, &x, sizeof x);
+        break;
+    }
+    case FIELD_INT: {
+        int x = (int)meta_i64(r, f->key, (int64_t)f->lo, (int64_t)f->hi);
+        memcpy(at, &x, sizeof x);
+        break;
+    }
+    case FIELD_U64:
+    case FIELD_HEX64: {
+        uint64_t x = meta_u64(r, f->key, f->kind == FIELD_HEX64 ? 16 : 10);
+        memcpy(at, &x, sizeof x);
+        break;
+    }
+    case FIELD_F32: {
+        float x = meta_f32(r, f->key, f->lo, f->hi);
+        memcpy(at, &x, sizeof x);
+        break;
+    }
+    case FIELD_F64:
+    case FIELD_F64_NAN: {
+        double x = meta_f64(r, f->key, f->lo, f->hi, f->kind == FIELD_F64_NAN);
+        memcpy(at, &x, sizeof x);
+        break;
+    }
+    case FIELD_STR: {
+        const char *v = meta_get(r, f->key);
+        if (v && (strlen(v) < (size_t)f->lo || strlen(v) >= f->size)) meta_bad(r, f->key, v);
+        else if (v) strcpy(at, v);
+        break;
+    }
+    case FIELD_SAMPLING: {
+        const char *v = meta_get(r, f->key);
+        bool sequential = v && strcmp(v, "sequential") == 0;
+        if (v && !sequential && strcmp(v, "random") != 0) meta_bad(r, f->key, v);
+        memcpy(at, &sequential, sizeof sequential);
+        break;
+    }
+    }
+}
+
 static strix_status parse_info(meta_reader *r, strix_checkpoint_info *info) {
     const char *format = strix_safetensors_meta(r->st, "format");
     if (!format || strcmp(format, FORMAT_NAME) != 0)
@@ -399,47 +522,14 @@ static strix_status parse_info(meta_reader *r, strix_checkpoint_info *info) {
                            "checkpoint '%s': vocabulary of %d bytes but config vocab_size %d",
                            r->path, info->vocab.size, info->model.vocab_size);
 
+    for (int f = 0; f < N_RUN_FIELDS; f++) meta_read_field(r, &run_fields[f], info);
+    /* checks across fields */
     strix_train_config *t = &info->train;
     strix_train_state *st = &info->state;
-    const int64_t big = INT64_C(1) << 53;
-    t->steps = meta_i64(r, "total_steps", 1, big);
-    st->step = meta_i64(r, "step", 0, big);
-    t->time_limit = meta_f64(r, "time_limit", 0.0, 1e12, false);
-    t->lr = meta_f32(r, "lr", 0.0, 1e6);
-    t->min_lr = meta_f32(r, "min_lr", 0.0, 1e6);
-    t->warmup = meta_i64(r, "warmup", 0, big);
-    t->weight_decay = meta_f32(r, "weight_decay", 0.0, 1e6);
-    t->clip = meta_f32(r, "clip", 0.0, 1e30);
-    /* beta < 1 and eps > 0: beta = 1 zeroes Adam's bias correction, eps = 0 divides 0 by 0 */
-    t->adam_beta1 = meta_f32(r, "adam_beta1", 0.0, 0.9999999);
-    t->adam_beta2 = meta_f32(r, "adam_beta2", 0.0, 0.9999999);
-    t->adam_eps = meta_f32(r, "adam_eps", 1e-30, 1.0);
+    st->cursor.stride = (uint64_t)t->stride;
     if (r->s == STRIX_OK && t->min_lr > t->lr)
         r->s = strix_error(STRIX_ERR_FORMAT, "checkpoint '%s': min_lr %g exceeds lr %g", r->path,
                            (double)t->min_lr, (double)t->lr);
-    t->batch = (int)meta_i64(r, "batch", 1, 1 << 24);
-    t->seed = meta_u64(r, "seed", 10);
-    t->eval_every = meta_i64(r, "eval_every", 1, big);
-    t->eval_batches = (int)meta_i64(r, "eval_batches", 1, 1 << 24);
-    t->val_fraction = meta_f64(r, "val_fraction", 0.0, 1.0, false);
-    const char *data_path = meta_get(r, "data_path");
-    if (data_path && strlen(data_path) >= sizeof t->data_path) meta_bad(r, "data_path", data_path);
-    else if (data_path) strcpy(t->data_path, data_path);
-    st->data_size = meta_u64(r, "data_size", 10);
-    st->data_hash = meta_u64(r, "data_hash", 16);
-    const char *sampling = meta_get(r, "sampling");
-    if (sampling && strcmp(sampling, "sequential") == 0) t->sequential = true;
-    else if (sampling && strcmp(sampling, "random") != 0) meta_bad(r, "sampling", sampling);
-    t->stride = meta_i64(r, "stride", 0, big);
-    const char *backend = meta_get(r, "backend");
-    if (backend && (strlen(backend) == 0 || strlen(backend) >= sizeof t->backend))
-        meta_bad(r, "backend", backend);
-    else if (backend) strcpy(t->backend, backend);
-    st->data_rng = meta_u64(r, "data_rng", 10);
-    st->cursor.pos = meta_u64(r, "seq_pos", 10);
-    st->cursor.epoch = meta_u64(r, "seq_epoch", 10);
-    st->cursor.stride = (uint64_t)t->stride;
-    st->val_loss = meta_f64(r, "val_loss", 0.0, 1e30, true);
     if (r->s == STRIX_OK && st->step > t->steps)
         r->s = strix_error(STRIX_ERR_FORMAT, "checkpoint '%s': step %" PRId64 " is past its "
                            "total of %" PRId64, r->path, st->step, t->steps);
