@@ -26,7 +26,7 @@
 
 #include <cmocka.h>
 
-#include "lrp/lrp_internal.h"
+#include "nn/rules_internal.h"
 #include "nn_testutil.h"
 #include "strix/layers.h"
 #include "strix/lrp.h"
@@ -677,7 +677,8 @@ static void test_composites(void **state) {
 
 // ---- the affine rules against a host transcription ---------------------------------------------
 
-/* Zennit's affine rules (src/lrp/lrp_internal.h) for one row of a Linear W (out, in), in double. */
+/* Zennit's affine rules (src/nn/rules_internal.h) for one row of a Linear W (out, in), in
+ * double. */
 static void affine_host(const strix_lrp_rule *rule, const float *x, const float *w,
                         const float *b, int in, int out, const float *r, float *res) {
     double xp[8], xn[8], acc[8] = {0};

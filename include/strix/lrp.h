@@ -146,22 +146,6 @@ STRIX_API strix_status strix_lrp_explain(strix_module *model, const strix_tensor
 /* Frees the host arrays and zeroes the struct. NULL is a no-op. */
 STRIX_API void strix_lrp_explanation_free(strix_lrp_explanation *e);
 
-/* r_in = relevance(m, r_out) through the module's vtable with its current rule, for the last
- * forward (STRIX_ERR_UNSUPPORTED for a NULL slot). r_in is owned by the module (or is r_out
- * itself for pass-through modules), valid until its next relevance call. */
-STRIX_API strix_status strix_module_relevance(strix_module *m, const strix_tensor *r_out,
-                                              const strix_tensor **r_in);
-
-/* LayerNorm's relevance for its last forward, whose input x (..., dim) is the view the forward
- * kept (x NULL) or the same values passed by the caller: with m->base.rule.layer_norm_detach_std the epsilon rule of the map
- * with the row std held constant (LXT's layer_norm: y = γ(x − mean)/std + β, std detached):
- *   R_j = x_j·(γ_j·s_j − (1/D)·Σ_i γ_i·s_i)/std,  s_i = r_i/stab(z_i),
- * z_i = γ_i·xhat_i (+ β_i with bias_in_denominator); else r_in = r_out (pass-through). r_in is
- * owned by the module. The vtable slot calls it with x NULL. */
-STRIX_API strix_status strix_layernorm_relevance(strix_layernorm *m, const strix_tensor *x,
-                                                 const strix_tensor *r_out,
-                                                 const strix_tensor **r_in);
-
 #ifdef __cplusplus
 }
 #endif

@@ -21,7 +21,10 @@
  * The classic layer zoo (Conv2d, pools, norms, Dropout, activations, Sequential, Residual) is in
  * strix/layers.h, PyTorch state dicts in strix/state_dict.h.
  *
- * LRP: every module implements the relevance slot; strix/lrp.h assigns rules and runs it.
+ * LRP: every module implements the relevance slot beside its forward and backward, with the rule
+ * it holds (strix_lrp_rule below; the rule machinery is src/nn/rules_internal.h);
+ * strix_module_relevance runs it. strix/lrp.h (the explain floor, above this one) assigns rules
+ * from composites, seeds the output and drives a whole model.
  */
 #ifndef STRIX_NN_H
 #define STRIX_NN_H
@@ -103,6 +106,12 @@ STRIX_API void strix_module_free(strix_module *m);
  * batch or running statistics, Dropout drops or is the identity; containers pass it to their
  * children; modules without a mode ignore it. Takes effect at the next forward. */
 STRIX_API void strix_module_set_training(strix_module *m, bool training);
+/* r_in = relevance(m, r_out) through the module's vtable with its current rule (m->rule), for
+ * the last forward (STRIX_ERR_UNSUPPORTED for a NULL slot). r_in is owned by the module (or is
+ * r_out itself for pass-through modules), valid until its next relevance call. The explainers
+ * that choose the rules and seed r_out are in strix/lrp.h. */
+STRIX_API strix_status strix_module_relevance(strix_module *m, const strix_tensor *r_out,
+                                              const strix_tensor **r_in);
 
 // ---- Linear ------------------------------------------------------------------------------------
 
@@ -197,6 +206,16 @@ STRIX_API strix_status strix_layernorm_forward(strix_layernorm *m, const strix_t
 /* dgamma += Σ_rows dy⊙xhat, dbeta += Σ_rows dy, dx = LayerNorm input gradient. */
 STRIX_API strix_status strix_layernorm_backward(strix_layernorm *m, const strix_tensor *dy,
                                                 const strix_tensor **dx);
+/* LayerNorm's relevance for its last forward, whose input x (..., dim) is the view the forward
+ * kept (x NULL) or the same values passed by the caller: with m->base.rule.layer_norm_detach_std
+ * the epsilon rule of the map with the row std held constant (LXT's layer_norm:
+ * y = γ(x − mean)/std + β, std detached):
+ *   R_j = x_j·(γ_j·s_j − (1/D)·Σ_i γ_i·s_i)/std,  s_i = r_i/stab(z_i),
+ * z_i = γ_i·xhat_i (+ β_i with bias_in_denominator); else r_in = r_out (pass-through). r_in is
+ * owned by the module. The vtable slot calls it with x NULL. STRIX_ERR_ARG for a bad rule. */
+STRIX_API strix_status strix_layernorm_relevance(strix_layernorm *m, const strix_tensor *x,
+                                                 const strix_tensor *r_out,
+                                                 const strix_tensor **r_in);
 
 // ---- causal multi-head self-attention -----------------------------------------------------------
 

@@ -20,7 +20,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "lrp/lrp_internal.h"
+#include "nn/rules_internal.h"
 #include "nn_internal.h"
 
 static strix_status vt_forward(strix_module *m, const strix_tensor *x, const strix_tensor **y) {

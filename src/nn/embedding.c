@@ -7,7 +7,7 @@
  */
 #include <stdlib.h>
 
-#include "lrp/lrp_internal.h"
+#include "nn/rules_internal.h"
 #include "nn_internal.h"
 
 static void vt_destroy(strix_module *m) {

@@ -2,7 +2,7 @@
  * linear.c - Linear (PyTorch nn.Linear): y = x·Wᵀ + b with W stored (out, in).
  *
  * One GEMM plus a row-vector add forward; two GEMMs and a column sum backward; relevance by the
- * four affine LRP rules of src/lrp/affine.c with the GEMMs as the map. Does not do
+ * four affine LRP rules of src/nn/lrp_affine.c with the GEMMs as the map. Does not do
  * initialisation itself (the parameter block draws values; strix_linear_new_default only sets
  * PyTorch's distribution).
  */
@@ -10,7 +10,7 @@
 #include <stdlib.h>
 
 #include "layers_internal.h"
-#include "lrp/lrp_internal.h"
+#include "nn/rules_internal.h"
 
 static strix_status vt_relevance(strix_module *m, const strix_tensor *r,
                                  const strix_tensor **r_in);

@@ -28,3 +28,11 @@ void strix_module_set_training(strix_module *m, bool training) {
     STRIX_ASSERT(m, "module set_training: NULL module");
     if (m->vt->set_training) m->vt->set_training(m, training);
 }
+
+strix_status strix_module_relevance(strix_module *m, const strix_tensor *r_out,
+                                    const strix_tensor **r_in) {
+    STRIX_ASSERT(m && r_out, "module relevance: NULL argument");
+    if (!m->vt->relevance)
+        return strix_error(STRIX_ERR_UNSUPPORTED, "%s has no relevance rule", m->vt->type);
+    return m->vt->relevance(m, r_out, r_in);
+}

@@ -3,12 +3,12 @@
  * forward and in reverse backward, with train/eval passed to each. Child names ("<prefix>.<i>")
  * are handed out by strix_sequential_child_name; the children declare their own parameters.
  * Relevance walks the children in reverse; an eval-mode BatchNorm right after a Conv2d or Linear
- * is explained merged into it (src/lrp/fold.c, Zennit's SequentialMergeBatchNorm).
+ * is explained merged into it (src/nn/lrp_fold.c, Zennit's SequentialMergeBatchNorm).
  */
 #include <stdlib.h>
 
 #include "layers_internal.h"
-#include "lrp/lrp_internal.h"
+#include "nn/rules_internal.h"
 
 static strix_status seq_forward(strix_module *mod, const strix_tensor *x, const strix_tensor **y) {
     strix_sequential *m = (strix_sequential *)mod;

@@ -11,15 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lrp/lrp_internal.h"
-
-strix_status strix_module_relevance(strix_module *m, const strix_tensor *r_out,
-                                    const strix_tensor **r_in) {
-    STRIX_ASSERT(m && r_out, "module relevance: NULL argument");
-    if (!m->vt->relevance)
-        return strix_error(STRIX_ERR_UNSUPPORTED, "%s has no relevance rule", m->vt->type);
-    return m->vt->relevance(m, r_out, r_in);
-}
+#include "explain/explain_internal.h"
 
 strix_lrp_target strix_lrp_target_default(void) {
     return (strix_lrp_target){.seed = STRIX_LRP_SEED_LOGIT, .classes = NULL, .n_extra = 0,
