@@ -150,11 +150,12 @@ static void test_fd_mlp(void **state) {
         built b;
         begin(&b, be);
         strix_mlp *m;
-        OK(strix_mlp_new(&b.ps, "m", 16, 24, (strix_activation_kind)act, true, 0.02f, 0.02f, &m));
+        strix_act op = act == 1 ? STRIX_ACT_RELU : STRIX_ACT_GELU;
+        OK(strix_mlp_new(&b.ps, "m", 16, 24, op, true, 0.02f, 0.02f, &m));
         b.m = &m->base;
         finish(&b, 30 + (uint64_t)act);
         int64_t shape[3] = {2, 5, 16};
-        fd_module(be, &b.ps, b.m, 3, shape, 32, act == STRIX_ACTIVATION_RELU, 30);
+        fd_module(be, &b.ps, b.m, 3, shape, 32, op == STRIX_ACT_RELU, 30);
         release(&b);
     }
 }
@@ -168,7 +169,7 @@ static void test_fd_block(void **state) {
         strix_block_config cfg = {.attn = attn_cfg(16, variant ? 2 : 4, variant ? hetero : NULL,
                                                    variant == 1),
                                   .d_ff = 32,
-                                  .act = STRIX_ACTIVATION_GELU,
+                                  .act = STRIX_ACT_GELU,
                                   .ln_eps = 1e-5f,
                                   .bias = variant == 0};
         strix_block *blk;
@@ -211,7 +212,7 @@ static void test_fd_gpt_loss(void **state) {
             c.head_sizes[1] = 8;
             c.rope = true;
             c.tie_weights = true;
-            c.mlp_act = STRIX_MLP_RELU;
+            c.mlp_act = STRIX_ACT_RELU;
             c.bias = false;
             c.d_ff = 20;
         }
@@ -241,7 +242,7 @@ static void test_fd_gpt_loss(void **state) {
         int checked = 0, skipped = 0;
         double max_err = 0.0;
         // ReLU: a smaller step makes crossing a kink rarer (rounding noise stays ~1e-4 here)
-        double eps = c.mlp_act == STRIX_MLP_RELU ? 1e-3 : FD_EPS;
+        double eps = c.mlp_act == STRIX_ACT_RELU ? 1e-3 : FD_EPS;
         for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) {
             strix_param *p = strix_params_find(ps, names[k]);
             if (!p || p->tied_to) continue;
@@ -258,7 +259,7 @@ static void test_fd_gpt_loss(void **state) {
                 set_one(be, p->data, i, v);
                 double fd = (Lp - Lm) / ((double)vp - (double)vm);
                 double an = grads[p->offset + i];
-                if (c.mlp_act == STRIX_MLP_RELU) {
+                if (c.mlp_act == STRIX_ACT_RELU) {
                     OK(strix_gpt_forward(g, ids, NULL, B, T, NULL));
                     double L0 = host_mean_ce(be, g, tg, B * T, c.vocab_size);
                     double sp = (Lp - L0) / ((double)vp - v), sm = (L0 - Lm) / ((double)v - vm);
@@ -403,7 +404,8 @@ static void test_golden_mlp_block(void **state) {
         built b;
         begin(&b, be);
         strix_mlp *m;
-        OK(strix_mlp_new(&b.ps, "m", 16, 24, (strix_activation_kind)act, true, 0.02f, 0.02f, &m));
+        strix_act op = act == 1 ? STRIX_ACT_RELU : STRIX_ACT_GELU;
+        OK(strix_mlp_new(&b.ps, "m", 16, 24, op, true, 0.02f, 0.02f, &m));
         b.m = &m->base;
         golden_module(be, &b.ps, b.m, files[act]);
         release(&b);
@@ -411,7 +413,7 @@ static void test_golden_mlp_block(void **state) {
     built b;
     begin(&b, be);
     strix_block_config cfg = {.attn = attn_cfg(16, 4, NULL, false), .d_ff = 32,
-                              .act = STRIX_ACTIVATION_GELU, .ln_eps = 1e-5f, .bias = true};
+                              .act = STRIX_ACT_GELU, .ln_eps = 1e-5f, .bias = true};
     strix_block *blk;
     OK(strix_block_new(&b.ps, "m", &cfg, &blk));
     b.m = &blk->base;

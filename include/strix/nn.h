@@ -297,21 +297,20 @@ STRIX_API strix_status strix_attention_decode(strix_attention *m, const strix_te
 
 // ---- MLP ---------------------------------------------------------------------------------------
 
-typedef enum strix_activation_kind { STRIX_ACTIVATION_GELU = 0, STRIX_ACTIVATION_RELU = 1 }
-    strix_activation_kind;
-
-/* nanoGPT MLP: c_fc Linear(C, d_ff) -> GELU (erf form, PyTorch default) or ReLU -> c_proj
- * Linear(d_ff, C). */
+/* nanoGPT MLP: c_fc Linear(C, d_ff) -> GELU (STRIX_ACT_GELU, erf form, PyTorch default) or ReLU
+ * (STRIX_ACT_RELU) -> c_proj Linear(d_ff, C). The activation is the backend's strix_act, the one
+ * activation enum of the library (strix/backend.h). */
 typedef struct strix_mlp {
     strix_module base;
     strix_linear *c_fc, *c_proj;
-    strix_activation_kind act;
+    strix_act act;  /* STRIX_ACT_GELU or STRIX_ACT_RELU */
     strix_tensor h; /* activation output (..., d_ff) */
 } strix_mlp;
 
-/* Declares `<prefix>.c_fc.*` (init init_std) and `<prefix>.c_proj.*` (init proj_init_std). */
+/* Declares `<prefix>.c_fc.*` (init init_std) and `<prefix>.c_proj.*` (init proj_init_std).
+ * STRIX_ERR_ARG for an activation other than STRIX_ACT_GELU and STRIX_ACT_RELU, STRIX_ERR_ALLOC. */
 STRIX_API strix_status strix_mlp_new(strix_params *ps, const char *prefix, int d_model, int d_ff,
-                                     strix_activation_kind act, bool bias, float init_std,
+                                     strix_act act, bool bias, float init_std,
                                      float proj_init_std, strix_mlp **out);
 /* x (..., C) -> y (..., C). */
 STRIX_API strix_status strix_mlp_forward(strix_mlp *m, const strix_tensor *x,
@@ -330,7 +329,7 @@ STRIX_API strix_status strix_mlp_relevance(strix_mlp *m, const strix_tensor *r_o
 typedef struct strix_block_config {
     strix_attention_config attn; /* attn.d_model is C */
     int d_ff;                    /* 0 means 4·C */
-    strix_activation_kind act;
+    strix_act act;               /* MLP activation: STRIX_ACT_GELU or STRIX_ACT_RELU */
     float ln_eps;
     bool bias;                   /* Linear and LayerNorm biases */
 } strix_block_config;
