@@ -415,13 +415,11 @@ strix_status strix_attention_relevance(strix_attention *m, const strix_tensor *r
     STRIX_TRY(strix_mul(be, g, qkv, g, 3 * n));
     if (!m->rope) return sub_relevance(&m->c_attn->base, &m->lrp_qkv, r_in);
     STRIX_TRY(rope_relevance(m, g, eps));
-    /* c_attn's output was rotated in place by the forward; its relevance must see the
-     * pre-rotation output, which rope_relevance recomputed bit for bit into lrp_raw. */
-    float *rotated = m->c_attn->out.data;
-    m->c_attn->out.data = m->lrp_raw.data;
-    strix_status status = sub_relevance(&m->c_attn->base, &m->lrp_qkv, r_in);
-    m->c_attn->out.data = rotated;
-    return status;
+    /* c_attn's output was rotated in place by the forward; its rule takes the pre-rotation
+     * output, which rope_relevance recomputed bit for bit into lrp_raw, as its z. */
+    strix_linear *l = m->c_attn;
+    return lrp_linear_relevance_ex(l, NULL, l->weight->data, l->bias ? l->bias->data : NULL,
+                                   m->lrp_raw.data, &m->lrp_qkv, r_in);
 }
 
 // ---- KV-cache decoding -------------------------------------------------------------------------

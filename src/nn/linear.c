@@ -154,25 +154,34 @@ static strix_status lin_map_backward(void *ctx, size_t count, const float *s, co
     return strix_gemm_ex(c->be, s, false, w, false, g, count, c->out, c->in, 0.0f);
 }
 
-strix_status lrp_linear_relevance(strix_linear *m, const float *w, const float *b,
-                                  const strix_tensor *r, const strix_tensor **r_in) {
+strix_status lrp_linear_relevance_ex(strix_linear *m, const strix_tensor *x, const float *w,
+                                     const float *b, const float *z, const strix_tensor *r,
+                                     const strix_tensor **r_in) {
+    if (!x) x = &m->x;
     STRIX_TRY(nn_check_same("Linear relevance", r, &m->out));
+    STRIX_TRY(nn_check_same("Linear relevance input", x, &m->x));
     STRIX_TRY(lrp_rule_check(&m->base.rule, "Linear"));
     strix_backend *be = m->base.be;
-    STRIX_TRY(nn_ensure_like(be, &m->dx, &m->x, m->in_features));
+    STRIX_TRY(nn_ensure_like(be, &m->dx, x, m->in_features));
     linear_map map = {.be = be, .in = (size_t)m->in_features, .out = (size_t)m->out_features};
     size_t widest = map.in > map.out ? map.in : map.out;
-    bool own = w == m->weight->data && b == (m->bias ? m->bias->data : NULL);
-    lrp_affine a = {.be = be, .ctx = &map, .items = nn_rows(&m->x),
+    lrp_affine a = {.be = be, .ctx = &map, .items = nn_rows(x),
                     .chunk = lrp_chunk_items(4 * widest * sizeof(float)), .in_item = map.in,
                     .out_item = map.out, .w_n = map.out * map.in, .b_n = b ? map.out : 0,
-                    .x = m->x.data, .w = w, .b = b,
-                    // the forward's output: x·Wᵀ + b, or x·Wᵀ without a bias
-                    .z_pre = own && !b ? m->out.data : NULL, .z_full = own ? m->out.data : NULL,
+                    .x = x->data, .w = w, .b = b,
+                    // z = x·Wᵀ + b, which is also the pre-bias z when there is no bias
+                    .z_pre = !b ? z : NULL, .z_full = z,
                     .forward = lin_map_forward, .backward = lin_map_backward};
     STRIX_TRY(lrp_affine_relevance(&a, &m->base.rule, r->data, m->dx.data));
     if (r_in) *r_in = &m->dx;
     return STRIX_OK;
+}
+
+strix_status lrp_linear_relevance(strix_linear *m, const float *w, const float *b,
+                                  const strix_tensor *r, const strix_tensor **r_in) {
+    // with its own parameters, the forward's output is the map's z
+    bool own = w == m->weight->data && b == (m->bias ? m->bias->data : NULL);
+    return lrp_linear_relevance_ex(m, NULL, w, b, own ? m->out.data : NULL, r, r_in);
 }
 
 static strix_status vt_relevance(strix_module *m, const strix_tensor *r,

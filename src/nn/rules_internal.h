@@ -81,6 +81,15 @@ const char *lrp_kind_name(strix_lrp_kind k);
  * its own: the merged Linear+BatchNorm of fold.c. r has the Linear's output shape. */
 strix_status lrp_linear_relevance(strix_linear *m, const float *w, const float *b,
                                   const strix_tensor *r, const strix_tensor **r_in);
+/* Linear's rule on explicit tensors: input x (..., in) with the shape of the last forward's (NULL:
+ * the kept view), weight w (out, in), bias b (out, or NULL), and z = x·Wᵀ + b for exactly these
+ * x, w, b when the caller has it (the forward's output, bit for bit; NULL: recomputed). r has the
+ * Linear's output shape; *r_in is the Linear's own buffer. The rule is m->base.rule. Attention
+ * uses it for c_attn, whose output the forward rotated in place (RoPE). STRIX_ERR_SHAPE,
+ * STRIX_ERR_ARG (a bad rule), STRIX_ERR_ALLOC, backend errors. */
+strix_status lrp_linear_relevance_ex(strix_linear *m, const strix_tensor *x, const float *w,
+                                     const float *b, const float *z, const strix_tensor *r,
+                                     const strix_tensor **r_in);
 /* Conv2d's relevance (conv2d.c) with weight w (OC, C, kh, kw) and bias b (OC, or NULL) in place
  * of its own. */
 strix_status lrp_conv2d_relevance(strix_conv2d *m, const float *w, const float *b,
