@@ -143,6 +143,16 @@ typedef struct strix_lrp_explanation {
 STRIX_API strix_status strix_lrp_explain(strix_module *model, const strix_tensor *x,
                                          const strix_lrp_target *target,
                                          strix_lrp_explanation *out);
+/* strix_lrp_explain in the general form (strix_module_io, strix/nn.h): the input is either one
+ * float tensor (in->in[0], n_in 1) or int32 ids (in->ids, n_in 0; e.g. a Sequential headed by
+ * an Embedding), the output the model's one out[0] (batch, classes); the relevance has the
+ * input's shape (one value per id for ids; Embedding sums its row's relevance). A mask and a
+ * state are passed to the model unchanged. strix_lrp_explain(model, x, ...) is this with
+ * strix_module_io_of(x). Statuses as strix_lrp_explain, plus STRIX_ERR_ARG for an io that is
+ * neither one float input nor ids, and STRIX_ERR_SHAPE for a model with several outputs. */
+STRIX_API strix_status strix_lrp_explain_ex(strix_module *model, const strix_module_io *in,
+                                            const strix_lrp_target *target,
+                                            strix_lrp_explanation *out);
 /* Frees the host arrays and zeroes the struct. NULL is a no-op. */
 STRIX_API void strix_lrp_explanation_free(strix_lrp_explanation *e);
 
