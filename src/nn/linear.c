@@ -1,10 +1,11 @@
 /*
  * linear.c - Linear (PyTorch nn.Linear): y = x·Wᵀ + b with W stored (out, in).
  *
- * One GEMM plus a row-vector add forward; two GEMMs and a column sum backward; relevance by the
- * four affine LRP rules of src/nn/lrp_affine.c with the GEMMs as the map. Does not do
- * initialisation itself (the parameter block draws values; strix_linear_new_default only sets
- * PyTorch's distribution).
+ * One GEMM plus a row-vector add forward; two GEMMs and a column sum backward; relevance: the
+ * epsilon rule is the backend's lrp_linear primitive (one implementation of that rule), gamma,
+ * alpha-beta and z-box the affine LRP rules of src/nn/lrp_affine.c with the GEMMs as the map.
+ * Does not do initialisation itself (the parameter block draws values; strix_linear_new_default
+ * only sets PyTorch's distribution).
  */
 #include <math.h>
 #include <stdlib.h>
@@ -154,6 +155,30 @@ static strix_status lin_map_backward(void *ctx, size_t count, const float *s, co
     return strix_gemm_ex(c->be, s, false, w, false, g, count, c->out, c->in, 0.0f);
 }
 
+/* The epsilon rule is exactly the backend's lrp_linear primitive, R = x⊙(Wᵀ·(r/stab z)), with
+ * z the pre-bias output (or with the bias, for bias_in_denominator): kept from the forward when
+ * the affine description has it, else recomputed into scratch. */
+static strix_status epsilon_relevance(const lrp_affine *a, const strix_lrp_rule *rule,
+                                      const float *r, float *r_in) {
+    linear_map *map = a->ctx;
+    bool with_bias = rule->bias_in_denominator && a->b;
+    const float *z = with_bias ? a->z_full : a->z_pre;
+    float *scratch = NULL;
+    strix_status s = STRIX_OK;
+    if (!z && a->items > 0) {
+        s = lrp_scratch(a->be, a->items * a->out_item, &scratch);
+        if (s == STRIX_OK)
+            s = lin_map_forward(map, a->items, a->x, a->w, with_bias ? a->b : NULL, scratch,
+                                false);
+        z = scratch;
+    }
+    if (s == STRIX_OK && a->items > 0)
+        s = strix_lrp_linear(a->be, a->x, a->w, z, r, r_in, a->items, map->in, map->out,
+                             rule->epsilon);
+    if (scratch) strix_free(a->be, scratch);
+    return s;
+}
+
 strix_status lrp_linear_relevance_ex(strix_linear *m, const strix_tensor *x, const float *w,
                                      const float *b, const float *z, const strix_tensor *r,
                                      const strix_tensor **r_in) {
@@ -172,7 +197,10 @@ strix_status lrp_linear_relevance_ex(strix_linear *m, const strix_tensor *x, con
                     // z = x·Wᵀ + b, which is also the pre-bias z when there is no bias
                     .z_pre = !b ? z : NULL, .z_full = z,
                     .forward = lin_map_forward, .backward = lin_map_backward};
-    STRIX_TRY(lrp_affine_relevance(&a, &m->base.rule, r->data, m->dx.data));
+    if (m->base.rule.kind == STRIX_LRP_EPSILON)
+        STRIX_TRY(epsilon_relevance(&a, &m->base.rule, r->data, m->dx.data));
+    else
+        STRIX_TRY(lrp_affine_relevance(&a, &m->base.rule, r->data, m->dx.data));
     if (r_in) *r_in = &m->dx;
     return STRIX_OK;
 }
