@@ -621,12 +621,32 @@ static void test_io_attention_state(void **state) {
     io.state = st[0];
     assert_int_equal(strix_module_forward_ex(&other->base, &io), STRIX_ERR_UNSUPPORTED);
     assert_int_equal(strix_module_forward_ex(&a2->base, &io), STRIX_ERR_ARG);
+    // a Residual passes the state on to its f: y = x + the decode step of a2 on a2's state
+    const strix_tensor *y2;
+    OK(strix_attention_decode(a2, &rows[0][0], 0, &y2));
+    float *f_alone = host_of(be, y2);
+    strix_residual *res;
+    OK(strix_residual_new(&a2->base, &res)); /* owns a2 from here */
+    strix_module_state *st2;
+    OK(strix_module_state_new(&a2->base, &st2));
+    io.state = st2;
+    io.pos = 0;
+    OK(strix_module_forward_ex(&res->base, &io));
+    assert_int_equal(io.n_out, 1);
+    float *sum = host_of(be, io.out[0]);
+    for (int i = 0; i < C; i++) {
+        float want = xh[0][i] + f_alone[i];
+        assert_memory_equal(&sum[i], &want, sizeof(float));
+    }
+    free(f_alone);
+    free(sum);
+    strix_module_state_free(&a2->base, st2);
     strix_module_state_free(&a->base, st[0]);
     strix_module_state_free(&a->base, st[1]);
     for (int q = 0; q < 2; q++)
         for (int p = 0; p < T; p++) strix_tensor_free(&rows[q][p]);
     strix_module_free(&other->base);
-    strix_module_free(&a2->base);
+    strix_module_free(&res->base);
     release(&b);
 }
 
