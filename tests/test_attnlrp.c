@@ -283,7 +283,7 @@ static void test_mha_in_lrp_explain(void **state) {
 
 // ---- the GPT (gpt*.bin) ------------------------------------------------------------------------
 
-static strix_gpt *load_gpt(strix_backend *be, const tl_golden *gf, bool rope, strix_mlp_act act) {
+static strix_gpt *load_gpt(strix_backend *be, const tl_golden *gf, bool rope, strix_act act) {
     strix_gpt_config c = strix_gpt_config_default();
     c.vocab_size = (int)need(gf, "cfg.V")->data[0];
     c.block_size = (int)need(gf, "cfg.block")->data[0];
@@ -310,7 +310,7 @@ static strix_gpt_explain_config explain_cfg(const rule_cfg *c, const tl_golden *
     return e;
 }
 
-static void check_gpt_file(strix_backend *be, const char *file, bool rope, strix_mlp_act act) {
+static void check_gpt_file(strix_backend *be, const char *file, bool rope, strix_act act) {
     tl_golden gf;
     assert_true(tl_golden_load(file, &gf));
     strix_gpt *g = load_gpt(be, &gf, rope, act);
@@ -368,13 +368,13 @@ static void check_gpt_file(strix_backend *be, const char *file, bool rope, strix
 }
 
 static void test_gpt_vs_lxt(void **state) {
-    check_gpt_file(*state, "tests/golden/attnlrp/gpt.bin", false, STRIX_MLP_GELU);
+    check_gpt_file(*state, "tests/golden/attnlrp/gpt.bin", false, STRIX_ACT_GELU);
 }
 static void test_gpt_rope(void **state) {
-    check_gpt_file(*state, "tests/golden/attnlrp/gpt_rope.bin", true, STRIX_MLP_GELU);
+    check_gpt_file(*state, "tests/golden/attnlrp/gpt_rope.bin", true, STRIX_ACT_GELU);
 }
 static void test_gpt_relu(void **state) {
-    check_gpt_file(*state, "tests/golden/attnlrp/gpt_relu.bin", false, STRIX_MLP_RELU);
+    check_gpt_file(*state, "tests/golden/attnlrp/gpt_relu.bin", false, STRIX_ACT_RELU);
 }
 
 /* NULL config = the defaults = LXT's AttnLRP config (the lxt column); probabilities from the
@@ -383,7 +383,7 @@ static void test_gpt_defaults(void **state) {
     strix_backend *be = *state;
     tl_golden gf;
     assert_true(tl_golden_load("tests/golden/attnlrp/gpt.bin", &gf));
-    strix_gpt *g = load_gpt(be, &gf, false, STRIX_MLP_GELU);
+    strix_gpt *g = load_gpt(be, &gf, false, STRIX_ACT_GELU);
     const tl_array *ids_a = need(&gf, "ids"), *logits = need(&gf, "logits");
     int32_t *ids = golden_ints(ids_a);
     int T = (int)ids_a->count, V = g->cfg.vocab_size;
@@ -434,7 +434,7 @@ static void test_conservation_modules(void **state) {
     strix_block_config bc = {.attn = {.d_model = 16, .n_head = 2, .block_size = 8,
                                       .rope_base = 10000.0f, .init_std = 0.3f,
                                       .proj_init_std = 0.3f},
-                             .d_ff = 40, .act = STRIX_ACTIVATION_GELU, .ln_eps = 1e-5f,
+                             .d_ff = 40, .act = STRIX_ACT_GELU, .ln_eps = 1e-5f,
                              .bias = true};
     strix_block *blk;
     OK(strix_block_new(&ps, "blk", &bc, &blk));
@@ -480,7 +480,7 @@ static void test_conservation_gpt(void **state) {
     strix_backend *be = *state;
     tl_golden gf;
     assert_true(tl_golden_load("tests/golden/attnlrp/gpt.bin", &gf));
-    strix_gpt *g = load_gpt(be, &gf, false, STRIX_MLP_GELU);
+    strix_gpt *g = load_gpt(be, &gf, false, STRIX_ACT_GELU);
     const tl_array *ids_a = need(&gf, "ids");
     int32_t *ids = golden_ints(ids_a);
     int T = (int)ids_a->count;
@@ -523,7 +523,7 @@ static void test_refused_before_propagation(void **state) {
     strix_backend *be = *state;
     tl_golden gf;
     assert_true(tl_golden_load("tests/golden/attnlrp/gpt.bin", &gf));
-    strix_gpt *g = load_gpt(be, &gf, false, STRIX_MLP_GELU);
+    strix_gpt *g = load_gpt(be, &gf, false, STRIX_ACT_GELU);
     int T = 8, V = g->cfg.vocab_size;
     int32_t other[8] = {1, 2, 3, 4, 5, 6, 7, 8}, ids[8] = {0, 1, 0, 2, 10, 3, 3, 9};
     OK(strix_gpt_forward(g, other, NULL, 1, T, NULL));
@@ -626,7 +626,7 @@ static void test_long_prompt_and_threads(void **state) {
     strix_backend *be = *state;
     tl_golden gf;
     assert_true(tl_golden_load("tests/golden/attnlrp/gpt_rope.bin", &gf));
-    strix_gpt *g = load_gpt(be, &gf, true, STRIX_MLP_GELU);
+    strix_gpt *g = load_gpt(be, &gf, true, STRIX_ACT_GELU);
     int32_t ids[13] = {3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5, 8, 9};
     strix_gpt_explanation a, b, c;
     int saved = strix_get_num_threads();

@@ -652,7 +652,7 @@ static void test_gpt_config_json_round_trip(void **state) {
     c.n_head = 3;
     c.head_sizes[0] = 2, c.head_sizes[1] = 2, c.head_sizes[2] = 4;
     c.rope = true;
-    c.mlp_act = STRIX_MLP_RELU;
+    c.mlp_act = STRIX_ACT_RELU;
     c.ln_eps = 1e-5f;
     char *json;
     assert_int_equal(strix_gpt_config_to_json(&c, &json), STRIX_OK);
@@ -661,7 +661,7 @@ static void test_gpt_config_json_round_trip(void **state) {
     free(json);
     assert_int_equal(back.n_head, 3);
     assert_int_equal(back.head_sizes[2], 4);
-    assert_true(back.rope && back.mlp_act == STRIX_MLP_RELU);
+    assert_true(back.rope && back.mlp_act == STRIX_ACT_RELU);
     assert_true(back.ln_eps == c.ln_eps && back.rope_base == c.rope_base);
     assert_int_equal(strix_gpt_config_from_json("{\"vocab_size\":5}", &back), STRIX_ERR_FORMAT);
     assert_int_equal(strix_gpt_config_from_json("not json", &back), STRIX_ERR_FORMAT);

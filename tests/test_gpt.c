@@ -31,12 +31,12 @@
 typedef struct golden_model {
     const char *file;
     bool rope, tie, bias;
-    strix_mlp_act act;
+    strix_act act;
 } golden_model;
 
 static const golden_model MODELS[] = {
-    {"tests/golden/gpt/gpt_a.bin", false, false, true, STRIX_MLP_GELU},
-    {"tests/golden/gpt/gpt_b.bin", true, true, false, STRIX_MLP_RELU},
+    {"tests/golden/gpt/gpt_a.bin", false, false, true, STRIX_ACT_GELU},
+    {"tests/golden/gpt/gpt_b.bin", true, true, false, STRIX_ACT_RELU},
 };
 
 static const tl_array *need(const tl_golden *gf, const char *name) {
@@ -350,7 +350,7 @@ static void test_config(void **state) {
     assert_int_equal(c.n_head, 4);
     assert_int_equal(c.d_model, 128);
     assert_int_equal(c.d_ff, 0);
-    assert_int_equal(c.mlp_act, STRIX_MLP_GELU);
+    assert_int_equal(c.mlp_act, STRIX_ACT_GELU);
     assert_false(c.rope);
     assert_false(c.tie_weights);
     assert_true(c.bias);

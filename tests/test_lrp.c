@@ -26,7 +26,7 @@
 
 #include <cmocka.h>
 
-#include "lrp/lrp_internal.h"
+#include "nn/rules_internal.h"
 #include "nn_testutil.h"
 #include "strix/layers.h"
 #include "strix/lrp.h"
@@ -677,7 +677,8 @@ static void test_composites(void **state) {
 
 // ---- the affine rules against a host transcription ---------------------------------------------
 
-/* Zennit's affine rules (src/lrp/lrp_internal.h) for one row of a Linear W (out, in), in double. */
+/* Zennit's affine rules (src/nn/rules_internal.h) for one row of a Linear W (out, in), in
+ * double. */
 static void affine_host(const strix_lrp_rule *rule, const float *x, const float *w,
                         const float *b, int in, int out, const float *r, float *res) {
     double xp[8], xn[8], acc[8] = {0};
@@ -1246,10 +1247,90 @@ static void test_thread_count_independence(void **state) {
     strix_set_num_threads(saved);
 }
 
+// ---- ids in: the general form (strix_lrp_explain_ex) -------------------------------------------
+
+/* An Embedding-headed model, Sequential(Embedding(10, 5), Flatten, Linear(20, 6) without bias),
+ * explained from int32 ids with the epsilon rule: the relevance has the ids' shape (3, 4), each
+ * id's value is the sum over its row of the Linear's epsilon relevance (a host transcription in
+ * double), and without a bias the total is conserved. */
+static void test_explain_ids(void **state) {
+    strix_backend *be = *state;
+    strix_params ps;
+    strix_params_init_empty(&ps, be);
+    strix_sequential *s;
+    OK(strix_sequential_new(be, "", &s));
+    char name[STRIX_PARAM_NAME_MAX];
+    strix_embedding *e;
+    OK(strix_sequential_child_name(s, name));
+    OK(strix_embedding_new(&ps, name, 10, 5, 0.5f, &e));
+    OK(strix_sequential_add(s, &e->base));
+    strix_flatten *f;
+    OK(strix_flatten_new(be, 1, -1, &f));
+    OK(strix_sequential_add(s, &f->base));
+    strix_linear *l;
+    OK(strix_sequential_child_name(s, name));
+    OK(strix_linear_new(&ps, name, 20, 6, false, 0.5f, NULL, &l));
+    OK(strix_sequential_add(s, &l->base));
+    OK(strix_params_alloc(&ps));
+    randomize_params(&ps, 51, 0.5);
+    enum { N = 3, T = 4, D = 5, K = 6 };
+    int32_t ids_h[N * T] = {1, 4, 4, 9, 0, 2, 7, 4, 3, 3, 8, 5};
+    int32_t *ids;
+    OK(strix_alloc(be, sizeof ids_h, (void **)&ids));
+    OK(strix_copy(be, ids, ids_h, sizeof ids_h, STRIX_COPY_H2D));
+    strix_lrp_composite c = strix_lrp_composite_uniform(strix_lrp_epsilon(1e-6f));
+    OK(strix_lrp_assign(&s->base, &c));
+    int64_t shape[2] = {N, T};
+    strix_module_io io = strix_module_io_of_ids(ids, 2, shape);
+    strix_lrp_explanation ex;
+    OK(strix_lrp_explain_ex(&s->base, &io, NULL, &ex));
+    assert_int_equal(ex.ndim, 2);
+    assert_int_equal(ex.shape[0], N);
+    assert_int_equal(ex.shape[1], T);
+    assert_true(fabs(ex.relevance_in_sum - ex.relevance_out_sum) <=
+                CONS_TOL * fabs(ex.relevance_out_sum));
+    // host transcription: x[n] = the embedding rows, z = x·Wᵀ, r = the predicted logit's seed
+    float *emb = from_backend(be, e->weight->data, 10 * D);
+    float *w = from_backend(be, l->weight->data, K * T * D);
+    double total_abs = 0.0;
+    for (int n = 0; n < N; n++) {
+        double x[T * D], z[K];
+        for (int t = 0; t < T; t++)
+            for (int d = 0; d < D; d++) x[t * D + d] = emb[ids_h[n * T + t] * D + d];
+        int best = 0;
+        for (int k = 0; k < K; k++) {
+            z[k] = 0.0;
+            for (int i = 0; i < T * D; i++) z[k] += x[i] * w[k * T * D + i];
+            if (z[k] > z[best]) best = k;
+        }
+        assert_int_equal(ex.predicted[n], best);
+        double sk = z[best] / (z[best] + 1e-6 * (z[best] >= 0 ? 1.0 : -1.0)); /* r/stab(z) */
+        for (int t = 0; t < T; t++) {
+            double want = 0.0;
+            for (int d = 0; d < D; d++) want += x[t * D + d] * w[best * T * D + t * D + d] * sk;
+            double got = ex.relevance[n * T + t];
+            assert_true(fabs(got - want) <= REL_TOL * fmax(1.0, fabs(want)));
+            total_abs += fabs(got);
+        }
+    }
+    assert_true(total_abs > 1e-2);
+    // an io with neither one float input nor ids is refused
+    strix_lrp_explanation bad;
+    strix_module_io none = {0};
+    assert_int_equal(strix_lrp_explain_ex(&s->base, &none, NULL, &bad), STRIX_ERR_ARG);
+    free(emb);
+    free(w);
+    strix_lrp_explanation_free(&ex);
+    strix_free(be, ids);
+    strix_module_free(&s->base);
+    strix_params_free(&ps);
+}
+
 // ---- main --------------------------------------------------------------------------------------
 
 int main(void) {
     struct CMUnitTest tests[] = {
+        BACKEND_TEST(test_explain_ids),
         BACKEND_TEST(test_golden_mlp),
         BACKEND_TEST(test_golden_cnn_avg),
         BACKEND_TEST(test_golden_cnn_max),

@@ -26,6 +26,7 @@
 
 #include "nn_testutil.h"
 #include "strix/gpt.h"
+#include "strix/layers.h"
 #include "strix/nn.h"
 
 #define GOLD_ATOL 1e-5
@@ -150,11 +151,12 @@ static void test_fd_mlp(void **state) {
         built b;
         begin(&b, be);
         strix_mlp *m;
-        OK(strix_mlp_new(&b.ps, "m", 16, 24, (strix_activation_kind)act, true, 0.02f, 0.02f, &m));
+        strix_act op = act == 1 ? STRIX_ACT_RELU : STRIX_ACT_GELU;
+        OK(strix_mlp_new(&b.ps, "m", 16, 24, op, true, 0.02f, 0.02f, &m));
         b.m = &m->base;
         finish(&b, 30 + (uint64_t)act);
         int64_t shape[3] = {2, 5, 16};
-        fd_module(be, &b.ps, b.m, 3, shape, 32, act == STRIX_ACTIVATION_RELU, 30);
+        fd_module(be, &b.ps, b.m, 3, shape, 32, op == STRIX_ACT_RELU, 30);
         release(&b);
     }
 }
@@ -168,7 +170,7 @@ static void test_fd_block(void **state) {
         strix_block_config cfg = {.attn = attn_cfg(16, variant ? 2 : 4, variant ? hetero : NULL,
                                                    variant == 1),
                                   .d_ff = 32,
-                                  .act = STRIX_ACTIVATION_GELU,
+                                  .act = STRIX_ACT_GELU,
                                   .ln_eps = 1e-5f,
                                   .bias = variant == 0};
         strix_block *blk;
@@ -211,7 +213,7 @@ static void test_fd_gpt_loss(void **state) {
             c.head_sizes[1] = 8;
             c.rope = true;
             c.tie_weights = true;
-            c.mlp_act = STRIX_MLP_RELU;
+            c.mlp_act = STRIX_ACT_RELU;
             c.bias = false;
             c.d_ff = 20;
         }
@@ -241,7 +243,7 @@ static void test_fd_gpt_loss(void **state) {
         int checked = 0, skipped = 0;
         double max_err = 0.0;
         // ReLU: a smaller step makes crossing a kink rarer (rounding noise stays ~1e-4 here)
-        double eps = c.mlp_act == STRIX_MLP_RELU ? 1e-3 : FD_EPS;
+        double eps = c.mlp_act == STRIX_ACT_RELU ? 1e-3 : FD_EPS;
         for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) {
             strix_param *p = strix_params_find(ps, names[k]);
             if (!p || p->tied_to) continue;
@@ -258,7 +260,7 @@ static void test_fd_gpt_loss(void **state) {
                 set_one(be, p->data, i, v);
                 double fd = (Lp - Lm) / ((double)vp - (double)vm);
                 double an = grads[p->offset + i];
-                if (c.mlp_act == STRIX_MLP_RELU) {
+                if (c.mlp_act == STRIX_ACT_RELU) {
                     OK(strix_gpt_forward(g, ids, NULL, B, T, NULL));
                     double L0 = host_mean_ce(be, g, tg, B * T, c.vocab_size);
                     double sp = (Lp - L0) / ((double)vp - v), sm = (L0 - Lm) / ((double)v - vm);
@@ -403,7 +405,8 @@ static void test_golden_mlp_block(void **state) {
         built b;
         begin(&b, be);
         strix_mlp *m;
-        OK(strix_mlp_new(&b.ps, "m", 16, 24, (strix_activation_kind)act, true, 0.02f, 0.02f, &m));
+        strix_act op = act == 1 ? STRIX_ACT_RELU : STRIX_ACT_GELU;
+        OK(strix_mlp_new(&b.ps, "m", 16, 24, op, true, 0.02f, 0.02f, &m));
         b.m = &m->base;
         golden_module(be, &b.ps, b.m, files[act]);
         release(&b);
@@ -411,7 +414,7 @@ static void test_golden_mlp_block(void **state) {
     built b;
     begin(&b, be);
     strix_block_config cfg = {.attn = attn_cfg(16, 4, NULL, false), .d_ff = 32,
-                              .act = STRIX_ACTIVATION_GELU, .ln_eps = 1e-5f, .bias = true};
+                              .act = STRIX_ACT_GELU, .ln_eps = 1e-5f, .bias = true};
     strix_block *blk;
     OK(strix_block_new(&b.ps, "m", &cfg, &blk));
     b.m = &blk->base;
@@ -455,6 +458,198 @@ static void test_bad_configs(void **state) {
 
 // ---- main --------------------------------------------------------------------------------------
 
+// ---- the general module form (strix_module_io) -------------------------------------------------
+
+/* A host copy of a backend tensor (numel floats). */
+static float *host_of(strix_backend *be, const strix_tensor *t) {
+    return from_backend(be, t->data, (size_t)strix_tensor_numel(t));
+}
+
+static void assert_same_bits(const float *a, const float *b, size_t n) {
+    for (size_t i = 0; i < n; i++) assert_memory_equal(&a[i], &b[i], sizeof(float));
+}
+
+/* Embedding through the general form: alone it refuses the one-tensor forward; at the head of a
+ * Sequential (Embedding -> Linear) forward_ex on ids, backward_ex and relevance_ex give exactly
+ * (bit for bit) what the typed calls give. */
+static void test_io_embedding_sequential(void **state) {
+    strix_backend *be = *state;
+    built b;
+    begin(&b, be);
+    strix_sequential *s;
+    OK(strix_sequential_new(be, "", &s));
+    b.m = &s->base;
+    char name[STRIX_PARAM_NAME_MAX];
+    strix_embedding *e;
+    OK(strix_sequential_child_name(s, name));
+    OK(strix_embedding_new(&b.ps, name, 7, 5, 0.02f, &e));
+    OK(strix_sequential_add(s, &e->base));
+    strix_linear *l;
+    OK(strix_sequential_child_name(s, name));
+    OK(strix_linear_new(&b.ps, name, 5, 3, true, 0.02f, NULL, &l));
+    OK(strix_sequential_add(s, &l->base));
+    finish(&b, 41);
+    int32_t ids_h[8] = {0, 3, 3, 6, 1, 5, 0, 2};
+    int32_t *ids;
+    OK(strix_alloc(be, sizeof ids_h, (void **)&ids));
+    OK(strix_copy(be, ids, ids_h, sizeof ids_h, STRIX_COPY_H2D));
+    int64_t shape[2] = {2, 4}, yshape[3] = {2, 4, 3};
+    strix_rng rng;
+    strix_rng_seed(&rng, 42);
+    float R[24];
+    fill_uniform(&rng, R, 24, -1.0, 1.0);
+    strix_tensor dy = tensor_from_host(be, 3, yshape, R);
+    strix_lrp_rule eps = {.kind = STRIX_LRP_EPSILON, .epsilon = 1e-6f};
+    s->base.rule = e->base.rule = l->base.rule = eps;
+
+    // the one-tensor forward of an ids module is refused
+    const strix_tensor *y, *t;
+    assert_int_equal(strix_module_forward(&e->base, &dy, &y), STRIX_ERR_UNSUPPORTED);
+
+    // the typed calls
+    OK(strix_embedding_forward(e, ids, 2, shape, &t));
+    OK(strix_linear_forward(l, t, &y));
+    float *y_typed = host_of(be, y);
+    OK(strix_params_zero_grad(&b.ps));
+    OK(strix_linear_backward(l, &dy, &t));
+    OK(strix_embedding_backward(e, t));
+    float *g_typed = from_backend(be, b.ps.grad, b.ps.total);
+    OK(strix_module_relevance(&l->base, &dy, &t));
+    OK(strix_embedding_relevance(e, t, &t));
+    assert_int_equal(t->ndim, 2);
+    float *r_typed = host_of(be, t);
+
+    // the general form through the Sequential
+    strix_module_io io = strix_module_io_of_ids(ids, 2, shape);
+    OK(strix_module_forward_ex(&s->base, &io));
+    assert_int_equal(io.n_out, 1);
+    assert_int_equal(io.out[0]->ndim, 3);
+    assert_int_equal(io.out[0]->shape[2], 3);
+    float *y_ex = host_of(be, io.out[0]);
+    assert_same_bits(y_typed, y_ex, 24);
+    OK(strix_params_zero_grad(&b.ps));
+    strix_module_io bio = strix_module_io_of(&dy);
+    OK(strix_module_backward_ex(&s->base, &bio));
+    assert_int_equal(bio.n_out, 1);
+    assert_null(bio.out[0]); /* ids have no gradient */
+    float *g_ex = from_backend(be, b.ps.grad, b.ps.total);
+    assert_same_bits(g_typed, g_ex, b.ps.total);
+    strix_module_io rio = strix_module_io_of(&dy);
+    OK(strix_module_relevance_ex(&s->base, &rio));
+    assert_int_equal(rio.n_out, 1);
+    assert_int_equal(rio.out[0]->ndim, 2);
+    assert_int_equal(rio.out[0]->shape[0], 2);
+    assert_int_equal(rio.out[0]->shape[1], 4);
+    float *r_ex = host_of(be, rio.out[0]);
+    assert_same_bits(r_typed, r_ex, 8);
+    // and the relevance is not trivially zero
+    double total = 0.0;
+    for (int i = 0; i < 8; i++) total += fabs(r_ex[i]);
+    assert_true(total > 1e-3);
+
+    // an Embedding given a float input, or a mask, is refused
+    strix_module_io bad = strix_module_io_of(&dy);
+    assert_int_equal(strix_module_forward_ex(&s->base, &bad), STRIX_ERR_UNSUPPORTED);
+    bad = strix_module_io_of_ids(ids, 2, shape);
+    bad.mask = &dy;
+    assert_int_equal(strix_module_forward_ex(&s->base, &bad), STRIX_ERR_UNSUPPORTED);
+    free(y_typed), free(g_typed), free(r_typed), free(y_ex), free(g_ex), free(r_ex);
+    strix_tensor_free(&dy);
+    strix_free(be, ids);
+    release(&b);
+}
+
+/* Attention's KV cache as state objects: a step through forward_ex on a state equals
+ * strix_attention_decode bit for bit, and two states interleaved hold two independent sequences
+ * (each equals its own run alone). States are checked against their owner. */
+static void test_io_attention_state(void **state) {
+    strix_backend *be = *state;
+    built b;
+    begin(&b, be);
+    strix_attention_config cfg = attn_cfg(16, 4, NULL, true);
+    strix_attention *a;
+    OK(strix_attention_new(&b.ps, "attn", &cfg, &a));
+    b.m = &a->base;
+    strix_linear *other;
+    OK(strix_linear_new(&b.ps, "other", 16, 16, true, 0.02f, NULL, &other));
+    strix_attention *a2;
+    OK(strix_attention_new(&b.ps, "attn2", &cfg, &a2));
+    finish(&b, 43);
+    enum { T = 5, C = 16 };
+    strix_rng rng;
+    strix_rng_seed(&rng, 44);
+    float xh[2][T * C];
+    fill_normal(&rng, xh[0], T * C, 0.0, 1.0);
+    fill_normal(&rng, xh[1], T * C, 0.0, 1.0);
+    int64_t row_shape[2] = {1, C};
+    strix_tensor rows[2][T];
+    for (int q = 0; q < 2; q++)
+        for (int p = 0; p < T; p++) rows[q][p] = tensor_from_host(be, 2, row_shape, xh[q] + p * C);
+    // alone: each sequence decoded with the module's own cache
+    float alone[2][T * C];
+    for (int q = 0; q < 2; q++)
+        for (int p = 0; p < T; p++) {
+            const strix_tensor *y;
+            OK(strix_attention_decode(a, &rows[q][p], p, &y));
+            float *h = host_of(be, y);
+            memcpy(alone[q] + p * C, h, C * sizeof(float));
+            free(h);
+        }
+    // interleaved on two states
+    strix_module_state *st[2];
+    OK(strix_module_state_new(&a->base, &st[0]));
+    OK(strix_module_state_new(&a->base, &st[1]));
+    for (int p = 0; p < T; p++)
+        for (int q = 0; q < 2; q++) {
+            strix_module_io io = strix_module_io_of(&rows[q][p]);
+            io.state = st[q];
+            io.pos = p;
+            OK(strix_module_forward_ex(&a->base, &io));
+            assert_int_equal(io.n_out, 1);
+            float *h = host_of(be, io.out[0]);
+            assert_same_bits(alone[q] + p * C, h, C);
+            free(h);
+        }
+    // a state of another module, a state on a module without one, a mask
+    strix_module_state *none = NULL;
+    assert_int_equal(strix_module_state_new(&other->base, &none), STRIX_ERR_UNSUPPORTED);
+    assert_null(none);
+    strix_module_io io = strix_module_io_of(&rows[0][0]);
+    io.mask = &rows[0][1];
+    assert_int_equal(strix_module_forward_ex(&a->base, &io), STRIX_ERR_UNSUPPORTED);
+    io.mask = NULL;
+    io.state = st[0];
+    assert_int_equal(strix_module_forward_ex(&other->base, &io), STRIX_ERR_UNSUPPORTED);
+    assert_int_equal(strix_module_forward_ex(&a2->base, &io), STRIX_ERR_ARG);
+    // a Residual passes the state on to its f: y = x + the decode step of a2 on a2's state
+    const strix_tensor *y2;
+    OK(strix_attention_decode(a2, &rows[0][0], 0, &y2));
+    float *f_alone = host_of(be, y2);
+    strix_residual *res;
+    OK(strix_residual_new(&a2->base, &res)); /* owns a2 from here */
+    strix_module_state *st2;
+    OK(strix_module_state_new(&a2->base, &st2));
+    io.state = st2;
+    io.pos = 0;
+    OK(strix_module_forward_ex(&res->base, &io));
+    assert_int_equal(io.n_out, 1);
+    float *sum = host_of(be, io.out[0]);
+    for (int i = 0; i < C; i++) {
+        float want = xh[0][i] + f_alone[i];
+        assert_memory_equal(&sum[i], &want, sizeof(float));
+    }
+    free(f_alone);
+    free(sum);
+    strix_module_state_free(&a2->base, st2);
+    strix_module_state_free(&a->base, st[0]);
+    strix_module_state_free(&a->base, st[1]);
+    for (int q = 0; q < 2; q++)
+        for (int p = 0; p < T; p++) strix_tensor_free(&rows[q][p]);
+    strix_module_free(&other->base);
+    strix_module_free(&res->base);
+    release(&b);
+}
+
 int main(void) {
     struct CMUnitTest tests[] = {
         BACKEND_TEST(test_fd_linear),
@@ -468,6 +663,8 @@ int main(void) {
         BACKEND_TEST(test_golden_attention),
         BACKEND_TEST(test_golden_mlp_block),
         BACKEND_TEST(test_bad_configs),
+        BACKEND_TEST(test_io_embedding_sequential),
+        BACKEND_TEST(test_io_attention_state),
     };
     return run_on_each_backend("nn", tests, sizeof tests / sizeof tests[0]) ? 1 : 0;
 }

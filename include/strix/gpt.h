@@ -18,8 +18,6 @@ extern "C" {
 
 #define STRIX_GPT_MAX_HEADS 64
 
-typedef enum strix_mlp_act { STRIX_MLP_GELU = 0, STRIX_MLP_RELU = 1 } strix_mlp_act;
-
 typedef struct strix_gpt_config {
     int vocab_size;      /* V */
     int block_size;      /* maximum context T */
@@ -28,7 +26,8 @@ typedef struct strix_gpt_config {
     int d_model;         /* C */
     int head_sizes[STRIX_GPT_MAX_HEADS]; /* heterogeneous heads when head_sizes[0] > 0; sum = C */
     int d_ff;            /* MLP hidden size; 0 means 4·C */
-    strix_mlp_act mlp_act;
+    strix_act mlp_act;   /* STRIX_ACT_GELU (erf form) or STRIX_ACT_RELU; "gelu"/"relu" in
+                          * checkpoints */
     bool rope;           /* RoPE on q,k (adjacent pairs) instead of learned positions */
     float rope_base;     /* 10000 */
     bool tie_weights;    /* lm_head shares the token embedding */

@@ -280,7 +280,10 @@ STRIX_API strix_status strix_flatten_new(strix_backend *be, int start_dim, int e
  * added (parameterless ones take an index too): build each child with the name
  * strix_sequential_child_name gives, then add it. An empty Sequential is the identity.
  * Relevance: the children's in reverse, an eval-mode BatchNorm right after a Conv2d or Linear
- * merged into it (strix/lrp.h); the `child` slot lists the children. */
+ * merged into it (strix/lrp.h); the `child` slot lists the children. General form
+ * (strix_module_forward_ex): the io (ids, mask, state, several inputs) goes to the first child,
+ * whose one output runs through the rest; backward_ex/relevance_ex end with the first child's
+ * general form (an Embedding-headed Sequential takes ids and explains per id). */
 typedef struct strix_sequential {
     strix_module base;
     char prefix[STRIX_PARAM_NAME_MAX];
@@ -304,7 +307,8 @@ STRIX_API strix_module *strix_sequential_at(const strix_sequential *s, int i);
 
 /* y = x + f(x): f must keep the shape (STRIX_ERR_SHAPE otherwise). Backward: dx = dy + f's
  * input gradient of dy. Relevance: the epsilon split r_x = (x/stab y)·r, r_f = (f(x)/stab y)·r
- * (eps of the Residual's rule), then r_x + f's relevance of r_f; `child` 0 is f. */
+ * (eps of the Residual's rule), then r_x + f's relevance of r_f; `child` 0 is f. General form:
+ * one float input, a mask or state in the io goes on to f (f must have one output). */
 typedef struct strix_residual {
     strix_module base;
     strix_module *f;

@@ -143,24 +143,18 @@ typedef struct strix_lrp_explanation {
 STRIX_API strix_status strix_lrp_explain(strix_module *model, const strix_tensor *x,
                                          const strix_lrp_target *target,
                                          strix_lrp_explanation *out);
+/* strix_lrp_explain in the general form (strix_module_io, strix/nn.h): the input is either one
+ * float tensor (in->in[0], n_in 1) or int32 ids (in->ids, n_in 0; e.g. a Sequential headed by
+ * an Embedding), the output the model's one out[0] (batch, classes); the relevance has the
+ * input's shape (one value per id for ids; Embedding sums its row's relevance). A mask and a
+ * state are passed to the model unchanged. strix_lrp_explain(model, x, ...) is this with
+ * strix_module_io_of(x). Statuses as strix_lrp_explain, plus STRIX_ERR_ARG for an io that is
+ * neither one float input nor ids, and STRIX_ERR_SHAPE for a model with several outputs. */
+STRIX_API strix_status strix_lrp_explain_ex(strix_module *model, const strix_module_io *in,
+                                            const strix_lrp_target *target,
+                                            strix_lrp_explanation *out);
 /* Frees the host arrays and zeroes the struct. NULL is a no-op. */
 STRIX_API void strix_lrp_explanation_free(strix_lrp_explanation *e);
-
-/* r_in = relevance(m, r_out) through the module's vtable with its current rule, for the last
- * forward (STRIX_ERR_UNSUPPORTED for a NULL slot). r_in is owned by the module (or is r_out
- * itself for pass-through modules), valid until its next relevance call. */
-STRIX_API strix_status strix_module_relevance(strix_module *m, const strix_tensor *r_out,
-                                              const strix_tensor **r_in);
-
-/* LayerNorm's relevance for its last forward, whose input x (..., dim) is the view the forward
- * kept (x NULL) or the same values passed by the caller: with m->base.rule.layer_norm_detach_std the epsilon rule of the map
- * with the row std held constant (LXT's layer_norm: y = γ(x − mean)/std + β, std detached):
- *   R_j = x_j·(γ_j·s_j − (1/D)·Σ_i γ_i·s_i)/std,  s_i = r_i/stab(z_i),
- * z_i = γ_i·xhat_i (+ β_i with bias_in_denominator); else r_in = r_out (pass-through). r_in is
- * owned by the module. The vtable slot calls it with x NULL. */
-STRIX_API strix_status strix_layernorm_relevance(strix_layernorm *m, const strix_tensor *x,
-                                                 const strix_tensor *r_out,
-                                                 const strix_tensor **r_in);
 
 #ifdef __cplusplus
 }

@@ -21,7 +21,10 @@
  * The classic layer zoo (Conv2d, pools, norms, Dropout, activations, Sequential, Residual) is in
  * strix/layers.h, PyTorch state dicts in strix/state_dict.h.
  *
- * LRP: every module implements the relevance slot; strix/lrp.h assigns rules and runs it.
+ * LRP: every module implements the relevance slot beside its forward and backward, with the rule
+ * it holds (strix_lrp_rule below; the rule machinery is src/nn/rules_internal.h);
+ * strix_module_relevance runs it. strix/lrp.h (the explain floor, above this one) assigns rules
+ * from composites, seeds the output and drives a whole model.
  */
 #ifndef STRIX_NN_H
 #define STRIX_NN_H
@@ -61,9 +64,61 @@ typedef struct strix_lrp_rule {
                                  * passes relevance through unchanged */
 } strix_lrp_rule;
 
-/* The vtable of a float->float module. forward/backward return the module's own output or input
- * gradient through *y / *dx (valid until the next call of the same kind). set_training may be
- * NULL: the module behaves the same in both modes. */
+/* Opaque per-module state that outlives one call: attention's KV cache, an LSTM's h and c. Made
+ * by strix_module_state_new for one module (it knows the layout), passed in strix_module_io,
+ * freed by strix_module_state_free. Several states of one module are independent sequences. */
+typedef struct strix_module_state strix_module_state;
+
+#define STRIX_MODULE_MAX_IO 4
+
+/* The general form of one module call (BLIS's _ex pattern; the one-tensor calls below are its
+ * shorthand). The caller fills the inputs, the module the outputs:
+ *   forward_ex    in[0..n_in): float inputs; ids: int32 ids in BACKEND memory with shape
+ *                 ids_shape (ids_ndim dims), e.g. Embedding's token ids; mask: an optional mask
+ *                 whose layout the module documents (NULL: none; a module that takes none
+ *                 returns STRIX_ERR_UNSUPPORTED for one); state + pos: a step of a stateful
+ *                 module on its state object (attention: a KV-cache decode step at position
+ *                 pos). The module sets out[0..n_out), its own buffers (valid until its next
+ *                 call of the same kind), and keeps what backward and relevance need.
+ *   backward_ex   in[k] = the gradient of forward output k (n_in = the forward's n_out; a NULL
+ *                 entry is a zero gradient where the module allows it); the module sets out[k] =
+ *                 the gradient of float input k (`=`; NULL where it computes none, e.g. ids).
+ *                 Parameter grads `+=`.
+ *   relevance_ex  in[k] = the relevance of forward output k; out[k] = the relevance of float
+ *                 input k, and after the float inputs one entry for the ids (one value per id,
+ *                 shape ids_shape) when the forward took ids.
+ * The shorthand strix_module_forward(m, x, &y) is forward_ex with n_in 1, in[0] = x and
+ * nothing else, y = out[0]; likewise backward and relevance. A module fills either slot family
+ * or both; module.c converts between them.
+ * A recurrent module (LSTM, GRU, Mamba) returns y and its final state through this form:
+ * forward_ex takes in[0] = x (B,T,I) and its strix_module_state holding h_0 (and c_0; zeros
+ * when fresh), and sets out[0] = y (B,T,H), out[1] = h_T, out[2] = c_T (B,H), also written back
+ * into the state so the next call continues the sequence; backward_ex takes in[0] = dy, in[1] =
+ * dh_T, in[2] = dc_T (NULL: zero) and sets out[0] = dx; relevance_ex takes the relevance of y
+ * (and of h_T, c_T) and sets out[0] = the relevance of x. */
+typedef struct strix_module_io {
+    int n_in;
+    const strix_tensor *in[STRIX_MODULE_MAX_IO];
+    const int32_t *ids;         /* backend memory, or NULL */
+    int ids_ndim;
+    int64_t ids_shape[STRIX_MAX_DIMS];
+    const strix_tensor *mask;   /* NULL: none */
+    strix_module_state *state;  /* NULL: a plain (stateless) call */
+    int pos;                    /* with state: the position of the step */
+    int n_out;                  /* set by the module */
+    const strix_tensor *out[STRIX_MODULE_MAX_IO];
+} strix_module_io;
+
+/* The io of a one-tensor call: n_in 1, in[0] = x, everything else empty. */
+STRIX_API strix_module_io strix_module_io_of(const strix_tensor *x);
+/* The io of a call on int32 ids (backend memory) of shape (ndim dims, 1 <= ndim < 4). */
+STRIX_API strix_module_io strix_module_io_of_ids(const int32_t *ids, int ndim,
+                                                 const int64_t *shape);
+
+/* The vtable of a module. forward/backward return the module's own output or input gradient
+ * through *y / *dx (valid until the next call of the same kind). set_training may be NULL: the
+ * module behaves the same in both modes. The *_ex slots are the general form (strix_module_io);
+ * NULL ones are served by the one-tensor slots for one-tensor calls, and the reverse. */
 typedef struct strix_module_i {
     const char *type; /* "Linear", "LayerNorm", ... */
     strix_status (*forward)(strix_module *m, const strix_tensor *x, const strix_tensor **y);
@@ -81,6 +136,14 @@ typedef struct strix_module_i {
     bool (*supports_rule)(const strix_module *m, strix_lrp_kind k);
     /* Containers: the i-th child in forward order, NULL past the last. NULL slot: a leaf. */
     strix_module *(*child)(strix_module *m, int i);
+    /* The general form (strix_module_io above); NULL: the one-tensor slots serve one-tensor
+     * calls and any other io is STRIX_ERR_UNSUPPORTED. */
+    strix_status (*forward_ex)(strix_module *m, strix_module_io *io);
+    strix_status (*backward_ex)(strix_module *m, strix_module_io *io);
+    strix_status (*relevance_ex)(strix_module *m, strix_module_io *io);
+    /* A fresh state object for this module (NULL slot: the module has no state). */
+    strix_status (*state_new)(strix_module *m, strix_module_state **out);
+    void (*state_free)(strix_module *m, strix_module_state *st);
 } strix_module_i;
 
 /* Every module struct starts with this header, so a pointer to it is a strix_module. */
@@ -96,6 +159,21 @@ STRIX_API strix_status strix_module_forward(strix_module *m, const strix_tensor 
 /* dx = backward(dy) of the last forward; parameter grads `+=`. */
 STRIX_API strix_status strix_module_backward(strix_module *m, const strix_tensor *dy,
                                              const strix_tensor **dx);
+/* The general forward (strix_module_io): fills io->out/n_out. STRIX_ERR_UNSUPPORTED when the
+ * module has no form for this io (ids, a mask or state it does not take, several inputs),
+ * STRIX_ERR_ARG for a state made by another module, and the module's own errors. */
+STRIX_API strix_status strix_module_forward_ex(strix_module *m, strix_module_io *io);
+/* The general backward of the last forward_ex: io->in = output gradients, io->out = input
+ * gradients (`=`), parameter grads `+=`. Statuses as strix_module_forward_ex. */
+STRIX_API strix_status strix_module_backward_ex(strix_module *m, strix_module_io *io);
+/* The general relevance of the last forward_ex with the module's rule: io->in = relevance of the
+ * outputs, io->out = relevance of the inputs (ids last). Statuses as strix_module_forward_ex. */
+STRIX_API strix_status strix_module_relevance_ex(strix_module *m, strix_module_io *io);
+/* A fresh state object of module m (attention: an empty KV cache). STRIX_ERR_UNSUPPORTED for a
+ * module without state, STRIX_ERR_ALLOC. Free it with strix_module_state_free before m. */
+STRIX_API strix_status strix_module_state_new(strix_module *m, strix_module_state **out);
+/* Frees a state made by strix_module_state_new(m, ...). NULL is a no-op. */
+STRIX_API void strix_module_state_free(strix_module *m, strix_module_state *st);
 /* Frees the module and its buffers (not its parameters: they live in the strix_params block).
  * NULL is a no-op. */
 STRIX_API void strix_module_free(strix_module *m);
@@ -103,6 +181,12 @@ STRIX_API void strix_module_free(strix_module *m);
  * batch or running statistics, Dropout drops or is the identity; containers pass it to their
  * children; modules without a mode ignore it. Takes effect at the next forward. */
 STRIX_API void strix_module_set_training(strix_module *m, bool training);
+/* r_in = relevance(m, r_out) through the module's vtable with its current rule (m->rule), for
+ * the last forward (STRIX_ERR_UNSUPPORTED for a NULL slot). r_in is owned by the module (or is
+ * r_out itself for pass-through modules), valid until its next relevance call. The explainers
+ * that choose the rules and seed r_out are in strix/lrp.h. */
+STRIX_API strix_status strix_module_relevance(strix_module *m, const strix_tensor *r_out,
+                                              const strix_tensor **r_in);
 
 // ---- Linear ------------------------------------------------------------------------------------
 
@@ -144,9 +228,13 @@ STRIX_API strix_status strix_linear_backward(strix_linear *m, const strix_tensor
 
 // ---- Embedding ---------------------------------------------------------------------------------
 
-/* out[i] = weight[ids[i]] (PyTorch nn.Embedding); int32 ids, not a float->float module. */
+/* out[i] = weight[ids[i]] (PyTorch nn.Embedding) on int32 ids: a module of the general form
+ * (strix_module_forward_ex with io ids, e.g. strix_module_io_of_ids; out[0] = the rows,
+ * backward_ex computes no input gradient, relevance_ex sets out[0] = the relevance per id), so it
+ * can head a Sequential and be explained by strix_lrp_explain_ex. The one-tensor forward is
+ * STRIX_ERR_UNSUPPORTED (it has no float input); the typed functions below remain. */
 typedef struct strix_embedding {
-    strix_module base;         /* vt->forward/backward are NULL: use the typed functions */
+    strix_module base;
     int num_embeddings, dim;
     strix_param *weight;       /* (num, dim), init N(0, init_std), decay */
     const int32_t *ids;        /* cached backend pointer of the last forward */
@@ -197,6 +285,16 @@ STRIX_API strix_status strix_layernorm_forward(strix_layernorm *m, const strix_t
 /* dgamma += Σ_rows dy⊙xhat, dbeta += Σ_rows dy, dx = LayerNorm input gradient. */
 STRIX_API strix_status strix_layernorm_backward(strix_layernorm *m, const strix_tensor *dy,
                                                 const strix_tensor **dx);
+/* LayerNorm's relevance for its last forward, whose input x (..., dim) is the view the forward
+ * kept (x NULL) or the same values passed by the caller: with m->base.rule.layer_norm_detach_std
+ * the epsilon rule of the map with the row std held constant (LXT's layer_norm:
+ * y = γ(x − mean)/std + β, std detached):
+ *   R_j = x_j·(γ_j·s_j − (1/D)·Σ_i γ_i·s_i)/std,  s_i = r_i/stab(z_i),
+ * z_i = γ_i·xhat_i (+ β_i with bias_in_denominator); else r_in = r_out (pass-through). r_in is
+ * owned by the module. The vtable slot calls it with x NULL. STRIX_ERR_ARG for a bad rule. */
+STRIX_API strix_status strix_layernorm_relevance(strix_layernorm *m, const strix_tensor *x,
+                                                 const strix_tensor *r_out,
+                                                 const strix_tensor **r_in);
 
 // ---- causal multi-head self-attention -----------------------------------------------------------
 
@@ -272,27 +370,31 @@ STRIX_API strix_status strix_attention_relevance(strix_attention *m, const strix
 /* One decoding step for batch 1: x (1,C) is the token at position `pos` (< block_size); its
  * rotated k,v are stored in the cache row `pos`, and the query attends over cache rows 0..pos.
  * Rows < pos must come from earlier calls (the caller resets by starting again at pos 0).
- * Overwrites the buffers of the last forward (a later backward returns STRIX_ERR_ARG). */
+ * Overwrites the buffers of the last forward (a later backward returns STRIX_ERR_ARG). This uses
+ * the module's own cache; in the general form (strix_module_forward_ex) a state object from
+ * strix_module_state_new(&m->base, ...) is a cache of its own, one per sequence: io.in[0] = x,
+ * io.state, io.pos run this step on that state (STRIX_ERR_ARG for another module's state).
+ * Without a state, forward_ex is strix_attention_forward; io.mask must be NULL (the causal mask
+ * is built in; STRIX_ERR_UNSUPPORTED otherwise). */
 STRIX_API strix_status strix_attention_decode(strix_attention *m, const strix_tensor *x,
                                               int pos, const strix_tensor **y);
 
 // ---- MLP ---------------------------------------------------------------------------------------
 
-typedef enum strix_activation_kind { STRIX_ACTIVATION_GELU = 0, STRIX_ACTIVATION_RELU = 1 }
-    strix_activation_kind;
-
-/* nanoGPT MLP: c_fc Linear(C, d_ff) -> GELU (erf form, PyTorch default) or ReLU -> c_proj
- * Linear(d_ff, C). */
+/* nanoGPT MLP: c_fc Linear(C, d_ff) -> GELU (STRIX_ACT_GELU, erf form, PyTorch default) or ReLU
+ * (STRIX_ACT_RELU) -> c_proj Linear(d_ff, C). The activation is the backend's strix_act, the one
+ * activation enum of the library (strix/backend.h). */
 typedef struct strix_mlp {
     strix_module base;
     strix_linear *c_fc, *c_proj;
-    strix_activation_kind act;
+    strix_act act;  /* STRIX_ACT_GELU or STRIX_ACT_RELU */
     strix_tensor h; /* activation output (..., d_ff) */
 } strix_mlp;
 
-/* Declares `<prefix>.c_fc.*` (init init_std) and `<prefix>.c_proj.*` (init proj_init_std). */
+/* Declares `<prefix>.c_fc.*` (init init_std) and `<prefix>.c_proj.*` (init proj_init_std).
+ * STRIX_ERR_ARG for an activation other than STRIX_ACT_GELU and STRIX_ACT_RELU, STRIX_ERR_ALLOC. */
 STRIX_API strix_status strix_mlp_new(strix_params *ps, const char *prefix, int d_model, int d_ff,
-                                     strix_activation_kind act, bool bias, float init_std,
+                                     strix_act act, bool bias, float init_std,
                                      float proj_init_std, strix_mlp **out);
 /* x (..., C) -> y (..., C). */
 STRIX_API strix_status strix_mlp_forward(strix_mlp *m, const strix_tensor *x,
@@ -311,7 +413,7 @@ STRIX_API strix_status strix_mlp_relevance(strix_mlp *m, const strix_tensor *r_o
 typedef struct strix_block_config {
     strix_attention_config attn; /* attn.d_model is C */
     int d_ff;                    /* 0 means 4·C */
-    strix_activation_kind act;
+    strix_act act;               /* MLP activation: STRIX_ACT_GELU or STRIX_ACT_RELU */
     float ln_eps;
     bool bias;                   /* Linear and LayerNorm biases */
 } strix_block_config;

@@ -20,7 +20,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "lrp/lrp_internal.h"
+#include "nn/rules_internal.h"
 #include "nn_internal.h"
 
 static strix_status vt_forward(strix_module *m, const strix_tensor *x, const strix_tensor **y) {
@@ -58,10 +58,15 @@ static void vt_destroy(strix_module *m) {
     for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) strix_tensor_free(ts[i]);
     free(a);
 }
+/* The general form (KV-cache states) is at the end of the file. */
+static strix_status vt_forward_ex(strix_module *mod, strix_module_io *io);
+static strix_status vt_state_new(strix_module *m, strix_module_state **out);
+static void vt_state_free(strix_module *m, strix_module_state *s);
 static const strix_module_i attention_vt = {
     .type = "CausalSelfAttention", .forward = vt_forward, .backward = vt_backward,
     .destroy = vt_destroy, .relevance = vt_relevance, .supports_rule = vt_supports_rule,
-    .child = vt_child};
+    .child = vt_child, .forward_ex = vt_forward_ex, .state_new = vt_state_new,
+    .state_free = vt_state_free};
 
 // ---- construction ------------------------------------------------------------------------------
 
@@ -415,19 +420,18 @@ strix_status strix_attention_relevance(strix_attention *m, const strix_tensor *r
     STRIX_TRY(strix_mul(be, g, qkv, g, 3 * n));
     if (!m->rope) return sub_relevance(&m->c_attn->base, &m->lrp_qkv, r_in);
     STRIX_TRY(rope_relevance(m, g, eps));
-    /* c_attn's output was rotated in place by the forward; its relevance must see the
-     * pre-rotation output, which rope_relevance recomputed bit for bit into lrp_raw. */
-    float *rotated = m->c_attn->out.data;
-    m->c_attn->out.data = m->lrp_raw.data;
-    strix_status status = sub_relevance(&m->c_attn->base, &m->lrp_qkv, r_in);
-    m->c_attn->out.data = rotated;
-    return status;
+    /* c_attn's output was rotated in place by the forward; its rule takes the pre-rotation
+     * output, which rope_relevance recomputed bit for bit into lrp_raw, as its z. */
+    strix_linear *l = m->c_attn;
+    return lrp_linear_relevance_ex(l, NULL, l->weight->data, l->bias ? l->bias->data : NULL,
+                                   m->lrp_raw.data, &m->lrp_qkv, r_in);
 }
 
 // ---- KV-cache decoding -------------------------------------------------------------------------
 
-strix_status strix_attention_decode(strix_attention *m, const strix_tensor *x, int pos,
-                                    const strix_tensor **y) {
+/* One decode step on the cache `kv_cache` (block_size, 3C) with scores scratch dec_att. */
+static strix_status decode_step(strix_attention *m, strix_tensor *kv_cache, strix_tensor *dec_att,
+                                const strix_tensor *x, int pos, const strix_tensor **y) {
     if (strix_tensor_numel(x) != m->C || x->shape[x->ndim - 1] != m->C)
         return strix_error(STRIX_ERR_SHAPE, "attention decode: input must be (1, %d)", m->C);
     if (pos < 0 || pos >= m->block_size)
@@ -442,15 +446,15 @@ strix_status strix_attention_decode(strix_attention *m, const strix_tensor *x, i
     if (m->rope) STRIX_TRY(rope_qk(m, qkv, 1, 1, (size_t)pos, false));
     int64_t cache_shape[2] = {(int64_t)bs, (int64_t)(3 * C)};
     int64_t att_shape[2] = {m->NH, (int64_t)bs};
-    STRIX_TRY(strix_tensor_ensure(be, &m->kv_cache, 2, cache_shape));
-    STRIX_TRY(strix_tensor_ensure(be, &m->dec_att, 2, att_shape));
+    STRIX_TRY(strix_tensor_ensure(be, kv_cache, 2, cache_shape));
+    STRIX_TRY(strix_tensor_ensure(be, dec_att, 2, att_shape));
     STRIX_TRY(nn_ensure_like(be, &m->y, x, (int64_t)C));
-    float *cache = m->kv_cache.data;
+    float *cache = kv_cache->data;
     STRIX_TRY(strix_copy(be, cache + (size_t)pos * 3 * C, qkv, 3 * C * sizeof(float),
                          STRIX_COPY_D2D));
     for (int h = 0; h < m->NH; h++) {
         size_t hs = (size_t)m->head_size[h], off = (size_t)m->head_off[h];
-        float *att = m->dec_att.data + (size_t)h * bs;
+        float *att = dec_att->data + (size_t)h * bs;
         // scores (1,n) = scale · q_h · K_hᵀ over cached rows 0..pos
         strix_gemm_batch s = {
             .a = qkv + off, .lda = 3 * C, .stride_a = 0, .ta = false,
@@ -467,4 +471,53 @@ strix_status strix_attention_decode(strix_attention *m, const strix_tensor *x, i
         STRIX_TRY(strix_gemm_batched(be, &o));
     }
     return strix_linear_forward(m->c_proj, &m->y, y);
+}
+
+strix_status strix_attention_decode(strix_attention *m, const strix_tensor *x, int pos,
+                                    const strix_tensor **y) {
+    return decode_step(m, &m->kv_cache, &m->dec_att, x, pos, y);
+}
+
+// ---- the general form: a KV-cache state per sequence -------------------------------------------
+
+/* A KV cache of its own (strix_module_state): rows of rotated q|k|v and the decode scores. */
+typedef struct attn_state {
+    strix_module_state base;
+    strix_tensor kv_cache, dec_att;
+} attn_state;
+
+static strix_status vt_state_new(strix_module *m, strix_module_state **out) {
+    attn_state *st = calloc(1, sizeof *st);
+    if (!st) return NN_ALLOC_FAIL("attention state");
+    st->base.owner = m;
+    *out = &st->base;
+    return STRIX_OK;
+}
+
+static void vt_state_free(strix_module *m, strix_module_state *s) {
+    attn_state *st = (attn_state *)s;
+    strix_tensor_free(&st->kv_cache);
+    strix_tensor_free(&st->dec_att);
+    free(st);
+}
+
+static strix_status vt_forward_ex(strix_module *mod, strix_module_io *io) {
+    strix_attention *m = (strix_attention *)mod;
+    if (io->n_in != 1 || !io->in[0] || io->ids)
+        return strix_error(STRIX_ERR_UNSUPPORTED, "attention takes one float input (B,T,C)");
+    if (io->mask)
+        return strix_error(STRIX_ERR_UNSUPPORTED, "attention: only its built-in causal mask is "
+                           "supported (io.mask must be NULL)");
+    const strix_tensor *y;
+    if (io->state) {
+        if (io->state->owner != mod)
+            return strix_error(STRIX_ERR_ARG, "attention: the state belongs to another module");
+        attn_state *st = (attn_state *)io->state;
+        STRIX_TRY(decode_step(m, &st->kv_cache, &st->dec_att, io->in[0], io->pos, &y));
+    } else {
+        STRIX_TRY(strix_attention_forward(m, io->in[0], &y));
+    }
+    io->n_out = 1;
+    io->out[0] = y;
+    return STRIX_OK;
 }

@@ -6,14 +6,14 @@
  * (+1 on the backend, so nothing is read back). Eval: the running statistics. The backward of
  * each mode is its own primitive; γ/β grads come back overwritten in scratch and are added into
  * the parameter grads. Momentum None (PyTorch's cumulative average) is not supported.
- * Relevance (when Sequential did not merge it into the preceding layer, src/lrp/fold.c): the
+ * Relevance (when Sequential did not merge it into the preceding layer, src/nn/lrp_fold.c): the
  * epsilon rule of the per-channel affine map y = s·x + t, s = γ/std of the last forward.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "layers_internal.h"
-#include "lrp/lrp_internal.h"
+#include "nn/rules_internal.h"
 
 static strix_status bn_forward(strix_module *mod, const strix_tensor *x, const strix_tensor **y);
 static strix_status bn_backward(strix_module *mod, const strix_tensor *dy,

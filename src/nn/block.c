@@ -8,7 +8,6 @@
 #include <stdlib.h>
 
 #include "nn_internal.h"
-#include "strix/lrp.h"
 
 static strix_status vt_forward(strix_module *m, const strix_tensor *x, const strix_tensor **y) {
     return strix_block_forward((strix_block *)m, x, y);

@@ -3,7 +3,7 @@
  * strix_conv2d_forward / strix_conv2d_backward (im2col + GEMM per example, no batch-sized col;
  * their orders are documented in strix/ops/cnn.h). The forward keeps x and the pre-bias z; the
  * im2col patches are rebuilt from x on demand (strix_conv2d_patches). Relevance: the four affine
- * rules of src/lrp/affine.c with the convolution as the map (per chunk of images: the fused
+ * rules of src/nn/lrp_affine.c with the convolution as the map (per chunk of images: the fused
  * forward, and the fused backward's dx for the transpose), so clamped or constant inputs are
  * images (padding taps stay 0) and the rules' elementwise work is in image space, as Zennit's
  * autograd on the image; the kept z and output serve the epsilon and gamma rules.
@@ -12,7 +12,7 @@
 #include <stdlib.h>
 
 #include "layers_internal.h"
-#include "lrp/lrp_internal.h"
+#include "nn/rules_internal.h"
 
 static strix_status conv_forward(strix_module *mod, const strix_tensor *x,
                                  const strix_tensor **y);

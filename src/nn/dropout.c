@@ -11,7 +11,7 @@
 #include <stdlib.h>
 
 #include "layers_internal.h"
-#include "lrp/lrp_internal.h"
+#include "nn/rules_internal.h"
 
 static strix_status dropout_fwd(strix_module *mod, const strix_tensor *x, const strix_tensor **y) {
     strix_dropout *m = (strix_dropout *)mod;

@@ -2,12 +2,13 @@
  * embedding.c - Embedding (PyTorch nn.Embedding): a row gather forward, a scatter-add backward.
  *
  * Ids are int32 in backend memory; range checks are the caller's (the GPT checks its host ids
- * before uploading them). Relevance sums each output row into its id's position. No padding_idx,
+ * before uploading them). Relevance sums each output row into its id's position. The module's
+ * generic form is strix_module_io with ids (forward_ex/backward_ex/relevance_ex). No padding_idx,
  * max_norm or sparse gradients.
  */
 #include <stdlib.h>
 
-#include "lrp/lrp_internal.h"
+#include "nn/rules_internal.h"
 #include "nn_internal.h"
 
 static void vt_destroy(strix_module *m) {
@@ -20,10 +21,40 @@ static void vt_destroy(strix_module *m) {
 static strix_status vt_relevance(strix_module *m, const strix_tensor *r, const strix_tensor **ri) {
     return strix_embedding_relevance((strix_embedding *)m, r, ri);
 }
-/* No weights take part in the relevance: every rule kind is the same sum. */
-static const strix_module_i embedding_vt = {.type = "Embedding", .destroy = vt_destroy,
-                                            .relevance = vt_relevance,
-                                            .supports_rule = lrp_supports_all};
+static strix_status vt_forward_ex(strix_module *m, strix_module_io *io) {
+    if (!io->ids || io->n_in != 0 || io->mask || io->state)
+        return strix_error(STRIX_ERR_UNSUPPORTED, "Embedding takes int32 ids only (io.ids, no "
+                           "float input, mask or state)");
+    const strix_tensor *y;
+    STRIX_TRY(strix_embedding_forward((strix_embedding *)m, io->ids, io->ids_ndim, io->ids_shape,
+                                      &y));
+    io->n_out = 1;
+    io->out[0] = y;
+    return STRIX_OK;
+}
+static strix_status vt_backward_ex(strix_module *m, strix_module_io *io) {
+    if (io->n_in != 1 || !io->in[0])
+        return strix_error(STRIX_ERR_ARG, "Embedding backward: needs the one output gradient");
+    STRIX_TRY(strix_embedding_backward((strix_embedding *)m, io->in[0]));
+    io->n_out = 1;
+    io->out[0] = NULL; /* ids have no gradient */
+    return STRIX_OK;
+}
+static strix_status vt_relevance_ex(strix_module *m, strix_module_io *io) {
+    if (io->n_in != 1 || !io->in[0])
+        return strix_error(STRIX_ERR_ARG, "Embedding relevance: needs the one output relevance");
+    const strix_tensor *r_in;
+    STRIX_TRY(strix_embedding_relevance((strix_embedding *)m, io->in[0], &r_in));
+    io->n_out = 1;
+    io->out[0] = r_in; /* the ids' entry: no float inputs come before it */
+    return STRIX_OK;
+}
+/* No weights take part in the relevance: every rule kind is the same sum. The one-tensor slots
+ * stay NULL (there is no float input); the relevance shorthand is the per-id sum. */
+static const strix_module_i embedding_vt = {
+    .type = "Embedding", .destroy = vt_destroy, .relevance = vt_relevance,
+    .supports_rule = lrp_supports_all, .forward_ex = vt_forward_ex, .backward_ex = vt_backward_ex,
+    .relevance_ex = vt_relevance_ex};
 
 strix_status strix_embedding_new(strix_params *ps, const char *prefix, int num_embeddings,
                                  int dim, float init_std, strix_embedding **out) {

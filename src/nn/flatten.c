@@ -6,7 +6,7 @@
 #include <stdlib.h>
 
 #include "layers_internal.h"
-#include "lrp/lrp_internal.h"
+#include "nn/rules_internal.h"
 
 static strix_status flatten_forward(strix_module *mod, const strix_tensor *x,
                                     const strix_tensor **y) {

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 
 #include "nn_internal.h"
-#include "lrp/lrp_internal.h"
+#include "nn/rules_internal.h"
 
 static strix_status vt_forward(strix_module *m, const strix_tensor *x, const strix_tensor **y) {
     return strix_layernorm_forward((strix_layernorm *)m, x, y);

@@ -1,16 +1,17 @@
 /*
  * linear.c - Linear (PyTorch nn.Linear): y = x·Wᵀ + b with W stored (out, in).
  *
- * One GEMM plus a row-vector add forward; two GEMMs and a column sum backward; relevance by the
- * four affine LRP rules of src/lrp/affine.c with the GEMMs as the map. Does not do
- * initialisation itself (the parameter block draws values; strix_linear_new_default only sets
- * PyTorch's distribution).
+ * One GEMM plus a row-vector add forward; two GEMMs and a column sum backward; relevance: the
+ * epsilon rule is the backend's lrp_linear primitive (one implementation of that rule), gamma,
+ * alpha-beta and z-box the affine LRP rules of src/nn/lrp_affine.c with the GEMMs as the map.
+ * Does not do initialisation itself (the parameter block draws values; strix_linear_new_default
+ * only sets PyTorch's distribution).
  */
 #include <math.h>
 #include <stdlib.h>
 
 #include "layers_internal.h"
-#include "lrp/lrp_internal.h"
+#include "nn/rules_internal.h"
 
 static strix_status vt_relevance(strix_module *m, const strix_tensor *r,
                                  const strix_tensor **r_in);
@@ -154,25 +155,61 @@ static strix_status lin_map_backward(void *ctx, size_t count, const float *s, co
     return strix_gemm_ex(c->be, s, false, w, false, g, count, c->out, c->in, 0.0f);
 }
 
-strix_status lrp_linear_relevance(strix_linear *m, const float *w, const float *b,
-                                  const strix_tensor *r, const strix_tensor **r_in) {
+/* The epsilon rule is exactly the backend's lrp_linear primitive, R = x⊙(Wᵀ·(r/stab z)), with
+ * z the pre-bias output (or with the bias, for bias_in_denominator): kept from the forward when
+ * the affine description has it, else recomputed into scratch. */
+static strix_status epsilon_relevance(const lrp_affine *a, const strix_lrp_rule *rule,
+                                      const float *r, float *r_in) {
+    linear_map *map = a->ctx;
+    bool with_bias = rule->bias_in_denominator && a->b;
+    const float *z = with_bias ? a->z_full : a->z_pre;
+    float *scratch = NULL;
+    strix_status s = STRIX_OK;
+    if (!z && a->items > 0) {
+        s = lrp_scratch(a->be, a->items * a->out_item, &scratch);
+        if (s == STRIX_OK)
+            s = lin_map_forward(map, a->items, a->x, a->w, with_bias ? a->b : NULL, scratch,
+                                false);
+        z = scratch;
+    }
+    if (s == STRIX_OK && a->items > 0)
+        s = strix_lrp_linear(a->be, a->x, a->w, z, r, r_in, a->items, map->in, map->out,
+                             rule->epsilon);
+    if (scratch) strix_free(a->be, scratch);
+    return s;
+}
+
+strix_status lrp_linear_relevance_ex(strix_linear *m, const strix_tensor *x, const float *w,
+                                     const float *b, const float *z, const strix_tensor *r,
+                                     const strix_tensor **r_in) {
+    if (!x) x = &m->x;
     STRIX_TRY(nn_check_same("Linear relevance", r, &m->out));
+    STRIX_TRY(nn_check_same("Linear relevance input", x, &m->x));
     STRIX_TRY(lrp_rule_check(&m->base.rule, "Linear"));
     strix_backend *be = m->base.be;
-    STRIX_TRY(nn_ensure_like(be, &m->dx, &m->x, m->in_features));
+    STRIX_TRY(nn_ensure_like(be, &m->dx, x, m->in_features));
     linear_map map = {.be = be, .in = (size_t)m->in_features, .out = (size_t)m->out_features};
     size_t widest = map.in > map.out ? map.in : map.out;
-    bool own = w == m->weight->data && b == (m->bias ? m->bias->data : NULL);
-    lrp_affine a = {.be = be, .ctx = &map, .items = nn_rows(&m->x),
+    lrp_affine a = {.be = be, .ctx = &map, .items = nn_rows(x),
                     .chunk = lrp_chunk_items(4 * widest * sizeof(float)), .in_item = map.in,
                     .out_item = map.out, .w_n = map.out * map.in, .b_n = b ? map.out : 0,
-                    .x = m->x.data, .w = w, .b = b,
-                    // the forward's output: x·Wᵀ + b, or x·Wᵀ without a bias
-                    .z_pre = own && !b ? m->out.data : NULL, .z_full = own ? m->out.data : NULL,
+                    .x = x->data, .w = w, .b = b,
+                    // z = x·Wᵀ + b, which is also the pre-bias z when there is no bias
+                    .z_pre = !b ? z : NULL, .z_full = z,
                     .forward = lin_map_forward, .backward = lin_map_backward};
-    STRIX_TRY(lrp_affine_relevance(&a, &m->base.rule, r->data, m->dx.data));
+    if (m->base.rule.kind == STRIX_LRP_EPSILON)
+        STRIX_TRY(epsilon_relevance(&a, &m->base.rule, r->data, m->dx.data));
+    else
+        STRIX_TRY(lrp_affine_relevance(&a, &m->base.rule, r->data, m->dx.data));
     if (r_in) *r_in = &m->dx;
     return STRIX_OK;
+}
+
+strix_status lrp_linear_relevance(strix_linear *m, const float *w, const float *b,
+                                  const strix_tensor *r, const strix_tensor **r_in) {
+    // with its own parameters, the forward's output is the map's z
+    bool own = w == m->weight->data && b == (m->bias ? m->bias->data : NULL);
+    return lrp_linear_relevance_ex(m, NULL, w, b, own ? m->out.data : NULL, r, r_in);
 }
 
 static strix_status vt_relevance(strix_module *m, const strix_tensor *r,

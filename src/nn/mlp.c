@@ -43,15 +43,11 @@ static const strix_module_i mlp_vt = {
     .type = "MLP", .forward = vt_forward, .backward = vt_backward, .destroy = vt_destroy,
     .relevance = vt_relevance, .supports_rule = vt_supports_rule, .child = vt_child};
 
-static strix_act act_op(strix_activation_kind k) {
-    return k == STRIX_ACTIVATION_RELU ? STRIX_ACT_RELU : STRIX_ACT_GELU;
-}
-
 strix_status strix_mlp_new(strix_params *ps, const char *prefix, int d_model, int d_ff,
-                           strix_activation_kind act, bool bias, float init_std,
-                           float proj_init_std, strix_mlp **out) {
+                           strix_act act, bool bias, float init_std, float proj_init_std,
+                           strix_mlp **out) {
     *out = NULL;
-    if (act != STRIX_ACTIVATION_GELU && act != STRIX_ACTIVATION_RELU)
+    if (act != STRIX_ACT_GELU && act != STRIX_ACT_RELU)
         return strix_error(STRIX_ERR_ARG, "MLP %s: unknown activation %d", prefix, (int)act);
     char name[STRIX_PARAM_NAME_MAX];
     strix_mlp *m = calloc(1, sizeof *m);
@@ -79,7 +75,7 @@ strix_status strix_mlp_forward(strix_mlp *m, const strix_tensor *x, const strix_
     STRIX_TRY(strix_linear_forward(m->c_fc, x, &pre));
     STRIX_TRY(nn_ensure_like(m->base.be, &m->h, pre, pre->shape[pre->ndim - 1]));
     size_t n = (size_t)strix_tensor_numel(pre);
-    if (n > 0) STRIX_TRY(strix_elementwise(m->base.be, act_op(m->act), pre->data, m->h.data, n));
+    if (n > 0) STRIX_TRY(strix_elementwise(m->base.be, m->act, pre->data, m->h.data, n));
     return strix_linear_forward(m->c_proj, &m->h, y);
 }
 
@@ -90,7 +86,7 @@ strix_status strix_mlp_backward(strix_mlp *m, const strix_tensor *dy, const stri
     // d(pre) = dh ⊙ act'(pre), in place in c_proj's input-gradient buffer
     float *dpre = m->c_proj->dx.data;
     if (n > 0)
-        STRIX_TRY(strix_elementwise_backward(m->base.be, act_op(m->act), m->c_fc->out.data,
+        STRIX_TRY(strix_elementwise_backward(m->base.be, m->act, m->c_fc->out.data,
                                              dpre, dpre, n));
     return strix_linear_backward(m->c_fc, &m->c_proj->dx, dx);
 }

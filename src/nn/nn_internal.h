@@ -62,4 +62,10 @@ static inline strix_status nn_name(char name[STRIX_PARAM_NAME_MAX], const char *
 
 #define NN_ALLOC_FAIL(who) strix_error(STRIX_ERR_ALLOC, "%s: out of memory", who)
 
+/* The common head of every module state object (strix_module_state of strix/nn.h): the module
+ * that made it. A module's state struct starts with it and checks `owner` on use. */
+struct strix_module_state {
+    const strix_module *owner;
+};
+
 #endif

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 
 #include "layers_internal.h"
-#include "lrp/lrp_internal.h"
+#include "nn/rules_internal.h"
 
 /* Geometry of a pool config; STRIX_ERR_ARG for bad values (who names the layer). */
 static strix_status pool_geom(const char *who, const strix_pool2d_config *cfg,

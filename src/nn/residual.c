@@ -2,17 +2,17 @@
  * residual.c - Residual: y = x + f(x) around one owned child module f. Backward adds the skip
  * path's dy to f's input gradient. Relevance: the epsilon split of y between x and f(x)
  * (lrp_residual_split, eps = the Residual's rule), then f's relevance, added to the skip share.
+ * In the general form (forward_ex) a mask or state in the io goes on to f.
  */
 #include <stdlib.h>
 
 #include "layers_internal.h"
-#include "lrp/lrp_internal.h"
+#include "nn/rules_internal.h"
 
-static strix_status res_forward(strix_module *mod, const strix_tensor *x, const strix_tensor **y) {
-    strix_residual *m = (strix_residual *)mod;
+/* y = x + fx, fx = f's output for x. */
+static strix_status res_sum(strix_residual *m, const strix_tensor *x, const strix_tensor *fx,
+                            const strix_tensor **y) {
     strix_backend *be = m->base.be;
-    const strix_tensor *fx;
-    STRIX_TRY(strix_module_forward(m->f, x, &fx));
     STRIX_TRY(nn_check_same("Residual: f(x) and x", fx, x));
     STRIX_TRY(nn_ensure_same(be, &m->out, x));
     m->x = nn_view_of(x);
@@ -20,6 +20,29 @@ static strix_status res_forward(strix_module *mod, const strix_tensor *x, const 
     if (n > 0) STRIX_TRY(strix_add(be, x->data, fx->data, m->out.data, n));
     if (y) *y = &m->out;
     return STRIX_OK;
+}
+
+static strix_status res_forward(strix_module *mod, const strix_tensor *x, const strix_tensor **y) {
+    strix_residual *m = (strix_residual *)mod;
+    const strix_tensor *fx;
+    STRIX_TRY(strix_module_forward(m->f, x, &fx));
+    return res_sum(m, x, fx, y);
+}
+
+/* The general form: one float input x; a mask and a state go to f (e.g. a decode step of an
+ * attention f on its KV-cache state), y = x + f's one output. */
+static strix_status res_forward_ex(strix_module *mod, strix_module_io *io) {
+    strix_residual *m = (strix_residual *)mod;
+    if (io->n_in != 1 || !io->in[0] || io->ids)
+        return strix_error(STRIX_ERR_UNSUPPORTED, "Residual takes one float input (a mask or a "
+                           "state goes on to f)");
+    strix_module_io fio = *io;
+    STRIX_TRY(strix_module_forward_ex(m->f, &fio));
+    if (fio.n_out != 1 || !fio.out[0])
+        return strix_error(STRIX_ERR_UNSUPPORTED, "Residual: f (%s) has %d outputs, not one",
+                           m->f->vt->type, fio.n_out);
+    io->n_out = 1;
+    return res_sum(m, io->in[0], fio.out[0], &io->out[0]);
 }
 
 static strix_status res_backward(strix_module *mod, const strix_tensor *dy,
@@ -85,7 +108,7 @@ static void res_destroy(strix_module *mod) {
 static const strix_module_i residual_vt = {
     .type = "Residual", .forward = res_forward, .backward = res_backward, .destroy = res_destroy,
     .set_training = res_set_training, .relevance = res_relevance,
-    .supports_rule = lrp_supports_all, .child = res_child};
+    .supports_rule = lrp_supports_all, .child = res_child, .forward_ex = res_forward_ex};
 
 strix_status strix_residual_new(strix_module *f, strix_residual **out) {
     *out = NULL;

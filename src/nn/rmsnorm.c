@@ -7,7 +7,7 @@
 #include <stdlib.h>
 
 #include "layers_internal.h"
-#include "lrp/lrp_internal.h"
+#include "nn/rules_internal.h"
 
 static strix_status rms_forward(strix_module *mod, const strix_tensor *x, const strix_tensor **y) {
     strix_rmsnorm *m = (strix_rmsnorm *)mod;

@@ -3,12 +3,12 @@
  * forward and in reverse backward, with train/eval passed to each. Child names ("<prefix>.<i>")
  * are handed out by strix_sequential_child_name; the children declare their own parameters.
  * Relevance walks the children in reverse; an eval-mode BatchNorm right after a Conv2d or Linear
- * is explained merged into it (src/lrp/fold.c, Zennit's SequentialMergeBatchNorm).
+ * is explained merged into it (src/nn/lrp_fold.c, Zennit's SequentialMergeBatchNorm).
  */
 #include <stdlib.h>
 
 #include "layers_internal.h"
-#include "lrp/lrp_internal.h"
+#include "nn/rules_internal.h"
 
 static strix_status seq_forward(strix_module *mod, const strix_tensor *x, const strix_tensor **y) {
     strix_sequential *m = (strix_sequential *)mod;
@@ -58,6 +58,93 @@ static strix_status seq_relevance(strix_module *mod, const strix_tensor *r,
     return STRIX_OK;
 }
 
+/* The general form: the io goes to the first child (ids, mask, state, several inputs), its
+ * out[0] on through the others as one tensor; the Sequential's outputs are the last child's
+ * (all of them when there is one child). Backward and relevance run in reverse, the first child
+ * in the general form. A plain io takes the one-tensor path (BatchNorm merging included). */
+static bool io_plain(const strix_module_io *io) {
+    return io->n_in == 1 && io->in[0] && !io->ids && !io->mask && !io->state;
+}
+
+static strix_status seq_forward_ex(strix_module *mod, strix_module_io *io) {
+    strix_sequential *m = (strix_sequential *)mod;
+    if (io_plain(io)) {
+        io->n_out = 1;
+        return seq_forward(mod, io->in[0], &io->out[0]);
+    }
+    if (m->count == 0)
+        return strix_error(STRIX_ERR_UNSUPPORTED, "Sequential: an empty Sequential takes one "
+                           "float input only");
+    STRIX_TRY(strix_module_forward_ex(m->children[0], io));
+    if (m->count == 1) return STRIX_OK;
+    const strix_tensor *cur = io->n_out > 0 ? io->out[0] : NULL;
+    if (!cur || io->n_out != 1)
+        return strix_error(STRIX_ERR_UNSUPPORTED, "Sequential: child 0 (%s) has %d outputs; "
+                           "only the last child may have several", m->children[0]->vt->type,
+                           io->n_out);
+    for (int i = 1; i < m->count; i++) STRIX_TRY(strix_module_forward(m->children[i], cur, &cur));
+    io->n_out = 1;
+    io->out[0] = cur;
+    return STRIX_OK;
+}
+
+/* Runs children count-1 .. 1 one-tensor style on `cur` (backward, or relevance with BatchNorm
+ * merging among them), then child 0 in the general form with in[0] = the result. */
+static strix_status seq_reverse_ex(strix_sequential *m, strix_module_io *io, bool relevance) {
+    if (m->count == 1)
+        return relevance ? strix_module_relevance_ex(m->children[0], io)
+                         : strix_module_backward_ex(m->children[0], io);
+    if (io->n_in != 1 || !io->in[0])
+        return strix_error(STRIX_ERR_ARG, "Sequential: %s needs the one output's tensor",
+                           relevance ? "relevance" : "backward");
+    const strix_tensor *cur = io->in[0];
+    for (int i = m->count - 1; i >= 1; i--) {
+        if (!cur)
+            return strix_error(STRIX_ERR_ARG, "Sequential: child %d computes no input gradient "
+                               "but child %d needs one", i + 1, i);
+        if (relevance && i >= 2 && lrp_can_merge(m->children[i - 1], m->children[i])) {
+            STRIX_TRY(lrp_merged_relevance(m->children[i - 1], m->children[i], cur, &cur));
+            i--;
+        } else if (relevance) {
+            STRIX_TRY(strix_module_relevance(m->children[i], cur, &cur));
+        } else {
+            STRIX_TRY(strix_module_backward(m->children[i], cur, &cur));
+        }
+    }
+    strix_module_io first = *io;
+    first.n_in = 1;
+    first.in[0] = cur;
+    STRIX_TRY(relevance ? strix_module_relevance_ex(m->children[0], &first)
+                        : strix_module_backward_ex(m->children[0], &first));
+    io->n_out = first.n_out;
+    for (int k = 0; k < first.n_out; k++) io->out[k] = first.out[k];
+    return STRIX_OK;
+}
+
+static strix_status seq_backward_ex(strix_module *mod, strix_module_io *io) {
+    strix_sequential *m = (strix_sequential *)mod;
+    if (io_plain(io) || m->count == 0) {
+        if (!io_plain(io))
+            return strix_error(STRIX_ERR_UNSUPPORTED, "Sequential: an empty Sequential takes one "
+                               "float input only");
+        io->n_out = 1;
+        return seq_backward(mod, io->in[0], &io->out[0]);
+    }
+    return seq_reverse_ex(m, io, false);
+}
+
+static strix_status seq_relevance_ex(strix_module *mod, strix_module_io *io) {
+    strix_sequential *m = (strix_sequential *)mod;
+    if (io_plain(io) || m->count == 0) {
+        if (!io_plain(io))
+            return strix_error(STRIX_ERR_UNSUPPORTED, "Sequential: an empty Sequential takes one "
+                               "float input only");
+        io->n_out = 1;
+        return seq_relevance(mod, io->in[0], &io->out[0]);
+    }
+    return seq_reverse_ex(m, io, true);
+}
+
 static strix_module *seq_child(strix_module *mod, int i) {
     strix_sequential *m = (strix_sequential *)mod;
     return i >= 0 && i < m->count ? m->children[i] : NULL;
@@ -78,7 +165,8 @@ static void seq_destroy(strix_module *mod) {
 static const strix_module_i sequential_vt = {
     .type = "Sequential", .forward = seq_forward, .backward = seq_backward, .destroy = seq_destroy,
     .set_training = seq_set_training, .relevance = seq_relevance,
-    .supports_rule = lrp_supports_all, .child = seq_child};
+    .supports_rule = lrp_supports_all, .child = seq_child, .forward_ex = seq_forward_ex,
+    .backward_ex = seq_backward_ex, .relevance_ex = seq_relevance_ex};
 
 strix_status strix_sequential_new(strix_backend *be, const char *prefix, strix_sequential **out) {
     *out = NULL;

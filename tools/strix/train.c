@@ -197,7 +197,7 @@ static bool checkpoint_value(const strix_checkpoint_info *ck, const char *name, 
         args_format_double(buf, cap, t->val_fraction);
     else if (strcmp(name, "rope") == 0) snprintf(buf, cap, "%s", m->rope ? "on" : "off");
     else if (strcmp(name, "relu") == 0)
-        snprintf(buf, cap, "%s", m->mlp_act == STRIX_MLP_RELU ? "on" : "off");
+        snprintf(buf, cap, "%s", m->mlp_act == STRIX_ACT_RELU ? "on" : "off");
     else if (strcmp(name, "tie") == 0) snprintf(buf, cap, "%s", m->tie_weights ? "on" : "off");
     else if (strcmp(name, "sequential") == 0)
         snprintf(buf, cap, "%s", t->sequential ? "on" : "off");
@@ -700,7 +700,7 @@ static int start_new(run *r, train_flags *f, arg_spec *specs, int n) {
     m->n_head = f->heads;
     m->d_ff = f->d_ff;
     m->block_size = f->block;
-    m->mlp_act = f->relu ? STRIX_MLP_RELU : STRIX_MLP_GELU;
+    m->mlp_act = f->relu ? STRIX_ACT_RELU : STRIX_ACT_GELU;
     m->rope = f->rope;
     m->tie_weights = f->tie;
     if (f->head_sizes) {

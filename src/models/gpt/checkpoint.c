@@ -58,7 +58,7 @@ strix_status strix_gpt_config_to_json(const strix_gpt_config *c, char **json) {
         for (int h = 0; ok && h < c->n_head && h < STRIX_GPT_MAX_HEADS; h++)
             ok = cJSON_AddItemToArray(heads, cJSON_CreateNumber(c->head_sizes[h]));
     ok = ok && cJSON_AddNumberToObject(o, "d_ff", c->d_ff);
-    const char *act = c->mlp_act == STRIX_MLP_RELU ? "relu" : "gelu";
+    const char *act = c->mlp_act == STRIX_ACT_RELU ? "relu" : "gelu";
     ok = ok && cJSON_AddStringToObject(o, "mlp_act", act);
     ok = ok && cJSON_AddBoolToObject(o, "rope", c->rope);
     ok = ok && add_float(o, "rope_base", c->rope_base);
@@ -116,8 +116,8 @@ strix_status strix_gpt_config_from_json(const char *json, strix_gpt_config *c) {
     const cJSON *act = cJSON_GetObjectItemCaseSensitive(o, "mlp_act");
     if (!bad) {
         const char *name = cJSON_IsString(act) ? act->valuestring : "";
-        if (strcmp(name, "gelu") == 0) c->mlp_act = STRIX_MLP_GELU;
-        else if (strcmp(name, "relu") == 0) c->mlp_act = STRIX_MLP_RELU;
+        if (strcmp(name, "gelu") == 0) c->mlp_act = STRIX_ACT_GELU;
+        else if (strcmp(name, "relu") == 0) c->mlp_act = STRIX_ACT_RELU;
         else bad = "mlp_act";
     }
     const cJSON *heads = cJSON_GetObjectItemCaseSensitive(o, "head_sizes");

@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "gpt_internal.h"
-#include "lrp/lrp_internal.h"
+#include "nn/rules_internal.h"
 
 strix_gpt_explain_config strix_gpt_explain_defaults(void) {
     strix_gpt_explain_config c;

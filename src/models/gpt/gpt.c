@@ -27,7 +27,7 @@ strix_gpt_config strix_gpt_config_default(void) {
     c.n_head = 4;
     c.d_model = 128;
     c.d_ff = 0;
-    c.mlp_act = STRIX_MLP_GELU;
+    c.mlp_act = STRIX_ACT_GELU;
     c.rope = false;
     c.rope_base = 10000.0f;
     c.tie_weights = false;
@@ -49,7 +49,7 @@ strix_status strix_gpt_config_check(const strix_gpt_config *c) {
         return strix_error(STRIX_ERR_ARG, "n_head must be in [1, %d] (got %d)",
                            STRIX_GPT_MAX_HEADS, c->n_head);
     if (c->d_ff < 0) return strix_error(STRIX_ERR_ARG, "d_ff must be >= 0 (got %d)", c->d_ff);
-    if (c->mlp_act != STRIX_MLP_GELU && c->mlp_act != STRIX_MLP_RELU)
+    if (c->mlp_act != STRIX_ACT_GELU && c->mlp_act != STRIX_ACT_RELU)
         return strix_error(STRIX_ERR_ARG, "mlp_act %d is neither GELU nor ReLU", (int)c->mlp_act);
     if (!(c->ln_eps > 0.0f) || !isfinite(c->ln_eps))
         return strix_error(STRIX_ERR_ARG, "ln_eps must be positive and finite (got %g)",
@@ -121,7 +121,7 @@ static strix_status build(strix_gpt *g) {
                  .block_size = c->block_size, .bias = c->bias, .rope = c->rope,
                  .rope_base = c->rope_base, .init_std = std, .proj_init_std = proj_std},
         .d_ff = c->d_ff > 0 ? c->d_ff : 4 * c->d_model,
-        .act = c->mlp_act == STRIX_MLP_RELU ? STRIX_ACTIVATION_RELU : STRIX_ACTIVATION_GELU,
+        .act = c->mlp_act,
         .ln_eps = c->ln_eps,
         .bias = c->bias};
     for (int l = 0; l < c->n_layer; l++) {

@@ -1,19 +1,19 @@
 /*
- * affine.c - the LRP rules of affine modules (epsilon, gamma, alpha-beta, z-box), shared by
+ * lrp_affine.c - the LRP rules of affine modules (epsilon, gamma, alpha-beta, z-box), shared by
  * Linear and Conv2d, built as Zennit 1.0.0 builds them (zennit/rules.py): forward passes of the
  * module's map with modified inputs and weights, the stabilised divide (lrp_stabilized_divide),
  * then the transposed map (a gradient) times the modified input. The module supplies the map as
- * callbacks (lrp_internal.h); nothing here knows Linear or Conv2d.
+ * callbacks (rules_internal.h); nothing here knows Linear or Conv2d.
  *
  * The examples are independent, so the batch runs in chunks of a.chunk examples: the scratch
  * (modified inputs, outputs, the module's own im2col buffer) stays small and in cache. Every
  * primitive's per-element order does not depend on the chunk, so neither does the result (on the
  * own GEMM kernel; BLAS matches to rounding). Scratch is allocated per call and freed before
- * returning. Does not: choose rules (lrp.h composites) or merge BatchNorm (fold.c).
+ * returning. Does not: choose rules (lrp.h composites) or merge BatchNorm (lrp_fold.c).
  */
 #include <math.h>
 
-#include "lrp/lrp_internal.h"
+#include "nn/rules_internal.h"
 
 strix_status lrp_scratch(strix_backend *be, size_t n, float **out) {
     *out = NULL;

@@ -1,5 +1,5 @@
 /*
- * fold.c - BatchNorm merged into the preceding Conv2d or Linear for an explanation, as Zennit's
+ * lrp_fold.c - BatchNorm merged into the preceding Conv2d or Linear for an explanation, as Zennit's
  * SequentialMergeBatchNorm canonizer does before its composites: the pair is explained as one
  * affine layer with W' = s·W and b' = s·(b − running_mean) + β, s = γ/sqrt(running_var + eps),
  * under the Conv2d's/Linear's rule. W' and b' are computed by the BatchNorm eval primitive
@@ -8,7 +8,7 @@
  */
 #include <string.h>
 
-#include "lrp/lrp_internal.h"
+#include "nn/rules_internal.h"
 
 static bool is_type(const strix_module *m, const char *type) {
     return strcmp(m->vt->type, type) == 0;

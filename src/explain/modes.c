@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lrp/lrp_internal.h"
+#include "explain/explain_internal.h"
 #include "strix/layers.h"
 
 static strix_status collect(strix_module *m, lrp_modes *l, int depth) {

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lrp/lrp_internal.h"
+#include "explain/explain_internal.h"
 #include "strix/attribution.h"
 
 #define ATTR_DEFAULT_ROWS 256

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lrp/lrp_internal.h"
+#include "explain/explain_internal.h"
 
 #define LRP_DEFAULT_STABILIZER 1e-6f
 

@@ -1,16 +1,17 @@
 /*
- * lrp_internal.h - the LRP machinery shared by src/lrp and the relevance functions of the modules
- * (src/nn/<module>.c): the affine rules of Zennit 1.0.0 built from a module's forward/backward
- * maps (affine.c), rule checks and the supports_rule slots (rules.c), backend scratch, and the
- * relevance entry points that take explicit weights (BatchNorm merged into the preceding
- * Conv2d/Linear, fold.c). Internal: not installed, no public names.
+ * rules_internal.h - the relevance-rule machinery that lives beside the modules (floor nn) and
+ * that their relevance functions (src/nn/<module>.c) share: the affine rules of Zennit 1.0.0
+ * built from a module's forward/backward maps (lrp_affine.c), rule checks and the supports_rule
+ * slots (lrp_rules.c), backend scratch, and the relevance entry points that take explicit
+ * tensors (BatchNorm merged into the preceding Conv2d/Linear, lrp_fold.c; attention's c_attn and
+ * c_proj). The explainers above (src/explain: composites, the driver, gradient explainers) may
+ * use it; nothing here knows them. Internal: not installed, no public names.
  */
-#ifndef STRIX_LRP_INTERNAL_H
-#define STRIX_LRP_INTERNAL_H
+#ifndef STRIX_NN_RULES_INTERNAL_H
+#define STRIX_NN_RULES_INTERNAL_H
 
 #include "strix/backend.h"
 #include "strix/layers.h"
-#include "strix/lrp.h"
 
 // ---- the affine rules --------------------------------------------------------------------------
 
@@ -80,6 +81,15 @@ const char *lrp_kind_name(strix_lrp_kind k);
  * its own: the merged Linear+BatchNorm of fold.c. r has the Linear's output shape. */
 strix_status lrp_linear_relevance(strix_linear *m, const float *w, const float *b,
                                   const strix_tensor *r, const strix_tensor **r_in);
+/* Linear's rule on explicit tensors: input x (..., in) with the shape of the last forward's (NULL:
+ * the kept view), weight w (out, in), bias b (out, or NULL), and z = x·Wᵀ + b for exactly these
+ * x, w, b when the caller has it (the forward's output, bit for bit; NULL: recomputed). r has the
+ * Linear's output shape; *r_in is the Linear's own buffer. The rule is m->base.rule. Attention
+ * uses it for c_attn, whose output the forward rotated in place (RoPE). STRIX_ERR_SHAPE,
+ * STRIX_ERR_ARG (a bad rule), STRIX_ERR_ALLOC, backend errors. */
+strix_status lrp_linear_relevance_ex(strix_linear *m, const strix_tensor *x, const float *w,
+                                     const float *b, const float *z, const strix_tensor *r,
+                                     const strix_tensor **r_in);
 /* Conv2d's relevance (conv2d.c) with weight w (OC, C, kh, kw) and bias b (OC, or NULL) in place
  * of its own. */
 strix_status lrp_conv2d_relevance(strix_conv2d *m, const float *w, const float *b,
@@ -93,17 +103,5 @@ bool lrp_can_merge(strix_module *prev, strix_module *bn);
  * bn's output shape. Leaves the model unchanged. */
 strix_status lrp_merged_relevance(strix_module *prev, strix_module *bn, const strix_tensor *r,
                                   const strix_tensor **r_in);
-
-/* The modules of a model with a mode (BatchNorm, Dropout) and their training flags. */
-typedef struct lrp_modes {
-    strix_module **mods;
-    bool *training;
-    int count, cap;
-} lrp_modes;
-
-/* Records the flags of every moded module under model (nothing held on failure). */
-strix_status lrp_modes_save(strix_module *model, lrp_modes *l);
-/* Sets every recorded module back to its flag and frees the list. */
-void lrp_modes_restore(lrp_modes *l);
 
 #endif

@@ -11,15 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lrp/lrp_internal.h"
-
-strix_status strix_module_relevance(strix_module *m, const strix_tensor *r_out,
-                                    const strix_tensor **r_in) {
-    STRIX_ASSERT(m && r_out, "module relevance: NULL argument");
-    if (!m->vt->relevance)
-        return strix_error(STRIX_ERR_UNSUPPORTED, "%s has no relevance rule", m->vt->type);
-    return m->vt->relevance(m, r_out, r_in);
-}
+#include "explain/explain_internal.h"
 
 strix_lrp_target strix_lrp_target_default(void) {
     return (strix_lrp_target){.seed = STRIX_LRP_SEED_LOGIT, .classes = NULL, .n_extra = 0,
@@ -108,10 +100,10 @@ static strix_status build_seed(const strix_lrp_target *t, const float *y, const 
 
 // ---- the explainer -----------------------------------------------------------------------------
 
-static bool same_shape(const strix_tensor *a, const strix_tensor *b) {
-    if (a->ndim != b->ndim) return false;
-    for (int d = 0; d < a->ndim; d++)
-        if (a->shape[d] != b->shape[d]) return false;
+static bool same_shape(const strix_tensor *a, int ndim, const int64_t *shape) {
+    if (a->ndim != ndim) return false;
+    for (int d = 0; d < ndim; d++)
+        if (a->shape[d] != shape[d]) return false;
     return true;
 }
 
@@ -121,15 +113,32 @@ typedef struct explain_host {
     bool *seeded;
 } explain_host;
 
-static strix_status explain_run(strix_module *model, const strix_tensor *x,
+/* The input's shape: the float input in[0], or the ids when the model takes ids. */
+static void input_shape(const strix_module_io *io, int *ndim, int64_t shape[STRIX_MAX_DIMS]) {
+    for (int d = 0; d < STRIX_MAX_DIMS; d++) shape[d] = 1;
+    if (io->ids) {
+        *ndim = io->ids_ndim;
+        for (int d = 0; d < io->ids_ndim; d++) shape[d] = io->ids_shape[d];
+    } else {
+        *ndim = io->in[0]->ndim;
+        for (int d = 0; d < *ndim; d++) shape[d] = io->in[0]->shape[d];
+    }
+}
+
+static strix_status explain_run(strix_module *model, const strix_module_io *in,
                                 const strix_lrp_target *t, strix_lrp_explanation *out,
                                 explain_host *h, strix_tensor *seed_t) {
     strix_backend *be = model->be;
-    const strix_tensor *y;
-    STRIX_TRY(strix_module_forward(model, x, &y));
-    if (y->ndim != 2 || x->ndim < 1 || y->shape[0] != x->shape[0])
-        return strix_error(STRIX_ERR_SHAPE, "LRP explain: the model output must be (batch, "
-                           "classes) with the input's batch; it has %d dims", y->ndim);
+    strix_module_io io = *in;
+    STRIX_TRY(strix_module_forward_ex(model, &io));
+    const strix_tensor *y = io.n_out == 1 ? io.out[0] : NULL;
+    int xdim;
+    int64_t xshape[STRIX_MAX_DIMS];
+    input_shape(in, &xdim, xshape);
+    if (!y || y->ndim != 2 || xdim < 1 || y->shape[0] != xshape[0])
+        return strix_error(STRIX_ERR_SHAPE, "LRP explain: the model output must be one (batch, "
+                           "classes) tensor with the input's batch; it has %d dims",
+                           y ? y->ndim : 0);
     int64_t batch = y->shape[0], classes = y->shape[1];
     size_t ny = (size_t)(batch * classes);
     out->batch = batch, out->classes = classes;
@@ -149,14 +158,18 @@ static strix_status explain_run(strix_module *model, const strix_tensor *x,
     STRIX_TRY(strix_tensor_new(be, 2, yshape, seed_t));
     if (ny > 0)
         STRIX_TRY(strix_copy(be, seed_t->data, h->seed, ny * sizeof(float), STRIX_COPY_H2D));
-    const strix_tensor *r_in;
-    STRIX_TRY(strix_module_relevance(model, seed_t, &r_in));
-    if (!r_in || !same_shape(r_in, x))
+    strix_module_io rio = {0};
+    rio.n_in = 1;
+    rio.in[0] = seed_t;
+    STRIX_TRY(strix_module_relevance_ex(model, &rio));
+    // the input's relevance: the float input's entry, or the ids' (after no float inputs)
+    const strix_tensor *r_in = rio.n_out >= 1 ? rio.out[0] : NULL;
+    if (!r_in || !same_shape(r_in, xdim, xshape))
         return strix_error(STRIX_ERR_SHAPE, "LRP explain: the input relevance does not have the "
                            "input's shape");
-    size_t nx = (size_t)strix_tensor_numel(x);
-    out->ndim = x->ndim;
-    for (int d = 0; d < STRIX_MAX_DIMS; d++) out->shape[d] = d < x->ndim ? x->shape[d] : 1;
+    size_t nx = (size_t)strix_tensor_numel(r_in);
+    out->ndim = xdim;
+    for (int d = 0; d < STRIX_MAX_DIMS; d++) out->shape[d] = xshape[d];
     out->relevance = malloc((nx ? nx : 1) * sizeof(float));
     if (!out->relevance) return strix_error(STRIX_ERR_ALLOC, "LRP explain: out of memory");
     if (nx > 0)
@@ -172,10 +185,14 @@ static strix_status explain_run(strix_module *model, const strix_tensor *x,
     return STRIX_OK;
 }
 
-strix_status strix_lrp_explain(strix_module *model, const strix_tensor *x,
-                               const strix_lrp_target *target, strix_lrp_explanation *out) {
-    STRIX_ASSERT(model && x && out, "strix_lrp_explain: NULL argument");
+strix_status strix_lrp_explain_ex(strix_module *model, const strix_module_io *in,
+                                  const strix_lrp_target *target, strix_lrp_explanation *out) {
+    STRIX_ASSERT(model && in && out, "strix_lrp_explain_ex: NULL argument");
     memset(out, 0, sizeof *out);
+    if (!in->ids && (in->n_in != 1 || !in->in[0]))
+        return strix_error(STRIX_ERR_ARG, "LRP explain: the input is one float tensor or ids");
+    if (in->ids && in->n_in != 0)
+        return strix_error(STRIX_ERR_ARG, "LRP explain: ids and float inputs together");
     STRIX_TRY(strix_lrp_check(model));
     strix_lrp_target t = target ? *target : strix_lrp_target_default();
     lrp_modes modes = {0};
@@ -184,7 +201,7 @@ strix_status strix_lrp_explain(strix_module *model, const strix_tensor *x,
     strix_tensor seed_t = {0};
     if (s == STRIX_OK) {
         strix_module_set_training(model, false);
-        s = explain_run(model, x, &t, out, &h, &seed_t);
+        s = explain_run(model, in, &t, out, &h, &seed_t);
     }
     lrp_modes_restore(&modes);
     strix_tensor_free(&seed_t);
@@ -193,4 +210,11 @@ strix_status strix_lrp_explain(strix_module *model, const strix_tensor *x,
     free(h.seeded);
     if (s != STRIX_OK) strix_lrp_explanation_free(out);
     return s;
+}
+
+strix_status strix_lrp_explain(strix_module *model, const strix_tensor *x,
+                               const strix_lrp_target *target, strix_lrp_explanation *out) {
+    STRIX_ASSERT(model && x && out, "strix_lrp_explain: NULL argument");
+    strix_module_io io = strix_module_io_of(x);
+    return strix_lrp_explain_ex(model, &io, target, out);
 }
