@@ -274,12 +274,12 @@ strix_status strix_checkpoint_save(const char *path, strix_gpt *g,
         meta_fmt(&m, "eval_every", "%" PRId64, t->eval_every);
         meta_fmt(&m, "eval_batches", "%d", t->eval_batches);
         meta_double(&m, "val_fraction", t->val_fraction);
-        meta_put(&m, "data_path", t->data_path);
+        meta_put(&m, "data_path", t->data_path ? t->data_path : "");
         meta_fmt(&m, "data_size", "%" PRIu64, st->data_size);
         meta_fmt(&m, "data_hash", "%016" PRIx64, st->data_hash);
         meta_put(&m, "sampling", t->sequential ? "sequential" : "random");
         meta_fmt(&m, "stride", "%" PRId64, t->stride);
-        meta_put(&m, "backend", t->backend);
+        meta_put(&m, "backend", t->backend ? t->backend : "");
         meta_fmt(&m, "data_rng", "%" PRIu64, st->data_rng);
         meta_fmt(&m, "seq_pos", "%" PRIu64, st->cursor.pos);
         meta_fmt(&m, "seq_epoch", "%" PRIu64, st->cursor.epoch);
@@ -423,8 +423,8 @@ static strix_status parse_info(meta_reader *r, strix_checkpoint_info *info) {
     t->eval_batches = (int)meta_i64(r, "eval_batches", 1, 1 << 24);
     t->val_fraction = meta_f64(r, "val_fraction", 0.0, 1.0, false);
     const char *data_path = meta_get(r, "data_path");
-    if (data_path && strlen(data_path) >= sizeof t->data_path) meta_bad(r, "data_path", data_path);
-    else if (data_path) strcpy(t->data_path, data_path);
+    if (data_path && strlen(data_path) >= STRIX_PATH_MAX) meta_bad(r, "data_path", data_path);
+    else t->data_path = data_path ? data_path : ""; /* lives in ck->st until close */
     st->data_size = meta_u64(r, "data_size", 10);
     st->data_hash = meta_u64(r, "data_hash", 16);
     const char *sampling = meta_get(r, "sampling");
@@ -432,9 +432,9 @@ static strix_status parse_info(meta_reader *r, strix_checkpoint_info *info) {
     else if (sampling && strcmp(sampling, "random") != 0) meta_bad(r, "sampling", sampling);
     t->stride = meta_i64(r, "stride", 0, big);
     const char *backend = meta_get(r, "backend");
-    if (backend && (strlen(backend) == 0 || strlen(backend) >= sizeof t->backend))
+    if (backend && (strlen(backend) == 0 || strlen(backend) >= 32)) /* the first wave's char[32] */
         meta_bad(r, "backend", backend);
-    else if (backend) strcpy(t->backend, backend);
+    else t->backend = backend ? backend : "";
     st->data_rng = meta_u64(r, "data_rng", 10);
     st->cursor.pos = meta_u64(r, "seq_pos", 10);
     st->cursor.epoch = meta_u64(r, "seq_epoch", 10);
