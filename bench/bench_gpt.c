@@ -1,5 +1,6 @@
 /*
- * bench_gpt.c - times GPT training steps (forward + backward + clip + AdamW) on one backend and
+ * bench_gpt.c - times GPT training steps (strix_train_step: batch, forward, backward, clip, AdamW)
+ * on one backend and
  * prints one line in the format of bench/torch_gpt.py, for bench/gpt_train.sh to put side by side.
  * A benchmark, never a test: it asserts nothing.
  *
@@ -18,7 +19,8 @@
 
 #include "strix/data.h"
 #include "strix/gpt.h"
-#include "strix/optim.h"
+#include "strix/gpt_train.h"
+#include "strix/train.h"
 
 #include "bench_util.h"
 
@@ -69,24 +71,32 @@ int main(int argc, char **argv) {
     if (strix_backend_init(backend, &be) != STRIX_OK) return die("backend");
     if (strix_gpt_new(be, &cfg, &gpt) != STRIX_OK) return die("gpt");
     if (strix_gpt_init_weights(gpt, 1337) != STRIX_OK) return die("init");
-    strix_params *ps = strix_gpt_params(gpt);
-    strix_adamw_config opt = strix_adamw_defaults(0.1f);
-
-    int32_t *ids = malloc(sizeof(int32_t) * (size_t)B * (size_t)T);
-    int32_t *targets = malloc(sizeof(int32_t) * (size_t)B * (size_t)T);
-    double *times = malloc(sizeof(double) * (size_t)steps);
+    /* constant lr 1e-3 (min_lr = lr, no warmup), clip 1, AdamW with weight decay 0.1 */
+    strix_train_config run = {.steps = warmup + steps, .lr = 1e-3f, .min_lr = 1e-3f,
+                              .weight_decay = 0.1f, .clip = 1.0f, .adam_beta1 = 0.9f,
+                              .adam_beta2 = 0.999f, .adam_eps = 1e-8f, .batch = B};
     strix_rng rng;
     strix_rng_seed(&rng, 1337);
+    strix_train_state where = {.data_rng = rng.state};
+    strix_gpt_train_data d = {.batch = B, .seq_len = T, .corpus = &corpus, .state = &where};
+    strix_train_model model;
+    strix_optimizer *opt;
+    if (strix_gpt_train_model(gpt, &d, &model) != STRIX_OK) return die("model");
+    if (strix_train_optimizer(model.params, &run, &opt) != STRIX_OK) return die("optimizer");
+
+    double *times = malloc(sizeof(double) * (size_t)steps);
     float loss = 0.0f;
     for (int step = 0; step < warmup + steps; step++) {
-        if (strix_corpus_batch_random(&corpus, STRIX_SPLIT_TRAIN, &rng, B, T, ids, targets))
-            return die("batch");
         double t0 = bench_now_s();
-        double norm;
-        if (strix_params_zero_grad(ps) || strix_gpt_forward(gpt, ids, targets, B, T, &loss) ||
-            strix_gpt_backward(gpt) || strix_clip_grad_norm(ps, 1.0f, &norm) ||
-            strix_adamw_step(ps, &opt, 1e-3f, step + 1) || strix_sync(be))
+        strix_train_step_result r;
+        if (strix_train_step(&run, &model, opt, NULL, step, &r) || strix_sync(be))
             return die("step");
+        if (r.skipped) { /* the trainer skips such steps; a benchmark must not time them */
+            fprintf(stderr, "bench_gpt: step %d: loss %g, gradient norm %g\n", step,
+                    (double)r.loss, r.grad_norm);
+            return 1;
+        }
+        loss = r.loss;
         if (step >= warmup) times[step - warmup] = bench_now_s() - t0;
     }
     double ms = 1e3 * bench_median(times, steps);
@@ -95,9 +105,9 @@ int main(int argc, char **argv) {
     printf("strix %s threads %d ms/step %.1f tok/s %.0f maxrss_mb %.0f loss %.4f\n", backend,
            strix_get_num_threads(), ms, (double)B * T / (ms / 1e3), (double)ru.ru_maxrss / 1024.0,
            loss);
-    free(ids);
-    free(targets);
     free(times);
+    strix_optimizer_free(opt);
+    strix_gpt_train_model_free(&model);
     strix_gpt_free(gpt);
     strix_backend_free(be);
     strix_corpus_free(&corpus);

@@ -1,7 +1,7 @@
 /*
  * tiny_gpt.c - strix as a library, start to finish: build a character-level GPT, train it on a
- * text file with AdamW, then sample from it with the KV cache. What `strix train` and
- * `strix sample` do, without checkpoints, evaluation or signal handling.
+ * text file with the trainer (AdamW), then sample from it with the KV cache. What `strix train`
+ * and `strix sample` do, without checkpoints, evaluation or signal handling.
  *
  * Build: it is built with the project (build/tiny_gpt). Run from the repository root:
  *   ./build/tiny_gpt [TEXT_FILE] [STEPS]      (default ../shared/data/tinyshakespeare.txt, 300)
@@ -21,6 +21,23 @@
             return 1;                                                                          \
         }                                                                                      \
     } while (0)
+
+/* The trainer's events: keeps the first and last loss and prints a line every 50 steps. */
+typedef struct losses {
+    int64_t steps;
+    float first, last;
+} losses;
+
+static strix_train_action print_progress(void *user, const strix_train_event *ev) {
+    losses *l = user;
+    if (ev->kind != STRIX_TRAIN_EV_STEP) return STRIX_TRAIN_CONTINUE;
+    int64_t step = ev->step - 1; // ev->step counts completed steps; this is the 0-based index
+    if (step == 0) l->first = ev->loss;
+    l->last = ev->loss;
+    if (step % 50 == 0 || step == l->steps - 1)
+        printf("step %4d  loss %.4f\n", (int)step, ev->loss);
+    return STRIX_TRAIN_CONTINUE; // STRIX_TRAIN_STOP would end the run here
+}
 
 int main(int argc, char **argv) {
     const char *path = argc > 1 ? argv[1] : "../shared/data/tinyshakespeare.txt";
@@ -46,26 +63,27 @@ int main(int argc, char **argv) {
     CHECK(strix_gpt_new(be, &cfg, &gpt));
     CHECK(strix_gpt_init_weights(gpt, 1337)); // nanoGPT's initialisation, from a seed
 
-    // 4. Training: zero grads, forward with targets (mean cross-entropy), backward, clip, AdamW.
-    strix_params *params = strix_gpt_params(gpt); // one block each: values, grads, m, v
-    strix_adamw_config adamw = strix_adamw_defaults(0.1f);
+    // 4. Training with the trainer (strix/train.h): per step it zeroes the grads, runs the
+    //    model's loss step (here the GPT adapter: the next random batch, forward with targets =
+    //    mean cross-entropy, backward), clips the global gradient norm, takes the learning rate
+    //    from warmup + cosine and steps the optimizer (AdamW, no decay on biases and LayerNorm).
+    strix_train_config run = {.steps = steps, .lr = 3e-3f, .min_lr = 3e-4f, .warmup = 30,
+                              .weight_decay = 0.1f, .clip = 1.0f, .adam_beta1 = 0.9f,
+                              .adam_beta2 = 0.999f, .adam_eps = 1e-8f, .batch = B};
+    strix_train_state where = {.step = 0}; // the batch stream's state lives here
     strix_rng data_rng;
     strix_rng_seed(&data_rng, 42);
-    int32_t ids[B * T], targets[B * T];
-    float first_loss = 0.0f, loss = 0.0f;
-    for (int step = 0; step < steps; step++) {
-        CHECK(strix_corpus_batch_random(&corpus, STRIX_SPLIT_TRAIN, &data_rng, B, T, ids,
-                                        targets));
-        CHECK(strix_params_zero_grad(params));
-        CHECK(strix_gpt_forward(gpt, ids, targets, B, T, &loss));
-        CHECK(strix_gpt_backward(gpt));
-        double grad_norm;
-        CHECK(strix_clip_grad_norm(params, 1.0f, &grad_norm));
-        float lr = strix_lr_warmup_cosine(step, 30, steps, 3e-3f, 3e-4f);
-        CHECK(strix_adamw_step(params, &adamw, lr, step + 1));
-        if (step == 0) first_loss = loss;
-        if (step % 50 == 0 || step == steps - 1) printf("step %4d  loss %.4f\n", step, loss);
-    }
+    where.data_rng = data_rng.state;
+    strix_gpt_train_data data = {.batch = B, .seq_len = T, .corpus = &corpus, .state = &where};
+    strix_train_model model; // the GPT as the trainer sees it (no eval, no checkpoints here)
+    CHECK(strix_gpt_train_model(gpt, &data, &model));
+    strix_optimizer *adamw;
+    CHECK(strix_train_optimizer(model.params, &run, &adamw));
+    losses curve = {.steps = steps};
+    strix_train_hooks hooks = {.on_event = print_progress, .user = &curve};
+    CHECK(strix_train_run(&run, &model, adamw, &where, &hooks, NULL));
+    strix_optimizer_free(adamw);
+    strix_gpt_train_model_free(&model);
 
     // 5. Sampling: prime the KV cache with a prompt, then draw tokens one position at a time.
     const char *prompt = "\n";
@@ -92,5 +110,5 @@ int main(int argc, char **argv) {
     strix_gpt_free(gpt);
     strix_backend_free(be);
     strix_corpus_free(&corpus);
-    return loss < first_loss ? 0 : 1;
+    return curve.last < curve.first ? 0 : 1;
 }

@@ -1,8 +1,8 @@
 /*
  * strix.h - the whole public API of strix in one include. Each part has its own header under
  * strix/ (core, tensor, backend and its ops/, params, safetensors, nn, layers, loss, optim,
- * state_dict, lrp, attribution, gpt, sample, data, checkpoint); include only what you use if you
- * prefer. examples/tiny_gpt.c and examples/digits.c are complete, commented programs.
+ * state_dict, lrp, attribution, train, gpt, gpt_train, sample, data, checkpoint); include only
+ * what you use if you prefer. examples/tiny_gpt.c and examples/digits.c are complete, commented programs.
  */
 #ifndef STRIX_H
 #define STRIX_H
@@ -16,7 +16,9 @@
 #include "strix/layers.h"
 #include "strix/loss.h"
 #include "strix/optim.h"
+#include "strix/train.h"
 #include "strix/gpt.h"
+#include "strix/gpt_train.h"
 #include "strix/sample.h"
 #include "strix/data.h"
 #include "strix/checkpoint.h"

@@ -391,8 +391,8 @@ static strix_checkpoint_info tiny_info(const strix_gpt_config *c) {
     info.train.eval_batches = 3;
     info.train.val_fraction = 0.1;
     info.train.stride = 8;
-    strcpy(info.train.data_path, "some dir/with \"quotes\".txt");
-    strcpy(info.train.backend, "cpu-blas");
+    info.train.data_path = "some dir/with \"quotes\".txt";
+    info.train.backend = "cpu-blas";
     info.state.step = 42;
     info.state.data_rng = 0xfedcba9876543210ULL;
     info.state.cursor = (strix_seq_cursor){.pos = 17, .stride = 8, .epoch = 3};

@@ -6,7 +6,7 @@
  *
  *  - logits, loss and every parameter gradient at step 0 (1e-5 abs + 1e-4 rel);
  *  - the loss of 10 AdamW steps (lr 1e-3, betas (0.9, 0.999), eps 1e-8, weight decay 0.1 on the
- *    2-D weights only, nanoGPT's groups);
+ *    2-D weights only, nanoGPT's groups), taken by the trainer (strix_train_step, no clipping);
  *  - the KV-cache decode path gives the full forward's logits at every position;
  *  - determinism: two runs are bit-identical, and so are runs on 1 and 2 threads;
  *  - configuration checks and forward argument errors.
@@ -20,7 +20,8 @@
 
 #include "nn_testutil.h"
 #include "strix/gpt.h"
-#include "strix/optim.h"
+#include "strix/gpt_train.h"
+#include "strix/train.h"
 
 #define OK(expr) assert_int_equal((expr), STRIX_OK)
 #define ATOL 1e-5
@@ -141,21 +142,56 @@ static void check_golden_step0(strix_backend *be, const golden_model *gm) {
     case_close(&k);
 }
 
+// ---- training through the trainer ---------------------------------------------------------------
+
+/* The same batch at every step, as the trainer's caller-fed GPT batches. */
+typedef struct fixed_batch {
+    const int32_t *ids, *tg;
+    size_t n;
+} fixed_batch;
+
+static strix_status fixed_next(void *user, int64_t step, int32_t *ids, int32_t *targets) {
+    (void)step;
+    const fixed_batch *b = user;
+    memcpy(ids, b->ids, b->n * sizeof *ids);
+    memcpy(targets, b->tg, b->n * sizeof *targets);
+    return STRIX_OK;
+}
+
+/* Steps [0, steps) of the trainer on one fixed (B,T) batch: AdamW lr 1e-3 (constant), weight
+ * decay 0.1 with nanoGPT's groups, no clipping; losses[s] of each step (before its update). */
+static void train_fixed(strix_gpt *g, const int32_t *ids, const int32_t *tg, int B, int T,
+                        int steps, float *losses) {
+    strix_train_config cfg = {.steps = steps, .lr = 1e-3f, .min_lr = 1e-3f,
+                              .weight_decay = 0.1f, .clip = 0.0f, .adam_beta1 = 0.9f,
+                              .adam_beta2 = 0.999f, .adam_eps = 1e-8f, .batch = B};
+    fixed_batch fb = {.ids = ids, .tg = tg, .n = (size_t)B * (size_t)T};
+    strix_gpt_train_data d = {.batch = B, .seq_len = T, .next = fixed_next, .user = &fb};
+    strix_train_model model;
+    strix_optimizer *opt;
+    OK(strix_gpt_train_model(g, &d, &model));
+    OK(strix_train_optimizer(model.params, &cfg, &opt));
+    for (int s = 0; s < steps; s++) {
+        strix_train_step_result r;
+        OK(strix_train_step(&cfg, &model, opt, NULL, s, &r));
+        assert_false(r.skipped);
+        assert_true(r.lr == 1e-3f);
+        losses[s] = r.loss;
+    }
+    strix_optimizer_free(opt);
+    strix_gpt_train_model_free(&model);
+}
+
 static void check_golden_adamw(strix_backend *be, const golden_model *gm) {
     golden_case k;
     case_open(be, gm, &k);
     strix_params *ps = k.ps;
     const tl_array *curve = need(&k.gf, "adamw_losses");
     assert_int_equal(curve->count, 11);
-    strix_adamw_config opt = strix_adamw_defaults(0.1f);
     float losses[11];
-    for (int step = 0; step <= 10; step++) {
-        OK(strix_params_zero_grad(ps));
-        OK(strix_gpt_forward(k.g, k.ids, k.tg, k.B, k.T, &losses[step]));
-        if (step == 10) break;
-        OK(strix_gpt_backward(k.g));
-        OK(strix_adamw_step(ps, &opt, 1e-3f, step + 1));
-    }
+    train_fixed(k.g, k.ids, k.tg, k.B, k.T, 10, losses);
+    OK(strix_params_zero_grad(ps));
+    OK(strix_gpt_forward(k.g, k.ids, k.tg, k.B, k.T, &losses[10])); // after the 10th update
     // Same tolerance as step 0: the ten updates move each weight by at most ~1e-2 and the
     // rounding differences they carry stay far below it (measured max |diff| ~5e-7).
     bool ok = tl_check_close("adamw loss", losses, curve->data, 11, ATOL, RTOL);
@@ -271,14 +307,8 @@ static run_result train_run(strix_backend *be) {
         ids[i] = (int32_t)strix_rng_below(&rng, 65);
         tg[i] = (int32_t)strix_rng_below(&rng, 65);
     }
-    strix_adamw_config opt = strix_adamw_defaults(0.1f);
     run_result r;
-    for (int step = 0; step < 3; step++) {
-        OK(strix_params_zero_grad(ps));
-        OK(strix_gpt_forward(g, ids, tg, B, T, &r.losses[step]));
-        OK(strix_gpt_backward(g));
-        OK(strix_adamw_step(ps, &opt, 1e-3f, step + 1));
-    }
+    train_fixed(g, ids, tg, B, T, 3, r.losses);
     r.logits = from_backend(be, strix_gpt_logits(g), (size_t)B * T * 65);
     r.params = from_backend(be, ps->data, ps->total);
     r.grads = from_backend(be, ps->grad, ps->total);

@@ -31,7 +31,8 @@
 #include "strix/checkpoint.h"
 #include "strix/data.h"
 #include "strix/gpt.h"
-#include "strix/optim.h"
+#include "strix/gpt_train.h"
+#include "strix/train.h"
 #include "testlib.h"
 
 #define OK(expr) assert_int_equal((expr), STRIX_OK)
@@ -250,18 +251,33 @@ static strix_gpt *gpt_on(strix_backend *be) {
     return g;
 }
 
-/* Optimizer steps [from, to) of the run (AdamW step t = s + 1), losses[s] for each. */
+/* Batch `step` of the pre-drawn stream, as the trainer's caller-fed GPT batches. */
+static strix_status data_next(void *user, int64_t step, int32_t *ids, int32_t *targets) {
+    (void)user;
+    memcpy(ids, DATA->ids[step], sizeof DATA->ids[step]);
+    memcpy(targets, DATA->tg[step], sizeof DATA->tg[step]);
+    return STRIX_OK;
+}
+
+/* Trainer steps [from, to) of the run (AdamW lr 1e-3, weight decay 0.1 with nanoGPT's groups,
+ * clip 1, step t = s + 1), losses[s] for each. */
 static void gpt_steps(strix_gpt *g, int from, int to, float *losses) {
-    strix_params *ps = strix_gpt_params(g);
-    strix_adamw_config opt = strix_adamw_defaults(0.1f);
+    strix_train_config cfg = {.steps = STEPS, .lr = 1e-3f, .min_lr = 1e-3f,
+                              .weight_decay = 0.1f, .clip = 1.0f, .adam_beta1 = 0.9f,
+                              .adam_beta2 = 0.999f, .adam_eps = 1e-8f, .batch = B};
+    strix_gpt_train_data d = {.batch = B, .seq_len = T, .next = data_next};
+    strix_train_model model;
+    strix_optimizer *opt;
+    OK(strix_gpt_train_model(g, &d, &model));
+    OK(strix_train_optimizer(model.params, &cfg, &opt));
+    strix_optimizer_set_steps(opt, from); /* the moments are after `from` steps */
     for (int s = from; s < to; s++) {
-        double norm = 0.0;
-        OK(strix_params_zero_grad(ps));
-        OK(strix_gpt_forward(g, DATA->ids[s], DATA->tg[s], B, T, &losses[s]));
-        OK(strix_gpt_backward(g));
-        OK(strix_clip_grad_norm(ps, 1.0f, &norm));
-        OK(strix_adamw_step(ps, &opt, 1e-3f, s + 1));
+        strix_train_step_result r;
+        OK(strix_train_step(&cfg, &model, opt, NULL, s, &r));
+        losses[s] = r.loss;
     }
+    strix_optimizer_free(opt);
+    strix_gpt_train_model_free(&model);
 }
 
 /* Uninterrupted run of STEPS steps on `be`; device_mallocs after step 1 and at the end. */
@@ -315,9 +331,8 @@ static strix_checkpoint_info info_for(const char *backend) {
     info.train.eval_batches = 1;
     info.train.val_fraction = 0.1;
     info.train.stride = T;
-    snprintf(info.train.data_path, sizeof info.train.data_path, "%s",
-             "../shared/data/tinyshakespeare.txt");
-    snprintf(info.train.backend, sizeof info.train.backend, "%s", backend);
+    info.train.data_path = "../shared/data/tinyshakespeare.txt";
+    info.train.backend = backend; /* borrowed: strix_backend_name's */
     info.state.step = SAVE_AT;
     info.state.val_loss = NAN;
     info.state.data_size = DATA->corpus.size;

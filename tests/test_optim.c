@@ -9,7 +9,9 @@
  *     StepLR, LinearLR, CosineAnnealingLR and warmups (SequentialLR / LambdaLR); clip_grad_value_
  *     and clip_grad_norm_ with a frozen parameter left out. Trajectories run at 1 thread and at 2
  *     threads with every loop parallel: bit-identical.
- *  2. Exact checks: the optimizer's AdamW gives strix_adamw_step's bits (the GPT's optimizer);
+ *  2. Exact checks: the optimizer's AdamW with the no-decay group, built by hand or by
+ *     strix_optimizer_adamw_split (the GPT trainer's optimizer), gives the bits of the first
+ *     wave's strix_adamw_step (transcribed here from the same primitives);
  *     strix_clip_grad_norm over a fully trainable block is the whole-block sum of squares; SGD
  *     momentum across freeze/unfreeze against a host transcription; prefix matching and errors.
  *  3. Gradient accumulation: two micro-batches with strix_grad_accum_scale give one big batch's
@@ -17,6 +19,7 @@
  *     label smoothing).
  * Golden tolerance: atol 1e-6 + rtol 1e-5 (torch orders its Adam expression differently).
  */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -230,13 +233,38 @@ static void test_adamw_groups_golden(void **state) {
     tl_golden_free(&g);
 }
 
-/* The optimizer's AdamW with a no-decay group gives strix_adamw_step's bits on a block with a
- * tied weight; strix_adamw_step leaves buffers and frozen parameters alone. */
+/* The first wave's strix_adamw_step (the GPT's optimizer before the optimizer objects took
+ * over), from the same primitives: p *= 1 − lr·wd for the trainable `decay` parameters, then one
+ * Adam update with the bias corrections of step t of every trainable parameter. */
+static strix_status legacy_adamw_step(strix_params *ps, const strix_adamw_config *cfg, float lr,
+                                      int64_t t) {
+    for (int i = 0; i < ps->count; i++) {
+        strix_param *p = ps->items[i];
+        if (p->tied_to || p->is_buffer || !p->requires_grad || !p->decay) continue;
+        if (cfg->weight_decay == 0.0f) continue;
+        STRIX_TRY(strix_axpby(ps->be, 1.0f - lr * cfg->weight_decay, p->data, 0.0f, NULL,
+                              p->data, p->numel));
+    }
+    float bc1 = (float)(1.0 - pow(cfg->beta1, (double)t));
+    float bc2 = (float)(1.0 - pow(cfg->beta2, (double)t));
+    for (int i = 0; i < ps->count; i++) {
+        strix_param *p = ps->items[i];
+        if (p->tied_to || p->is_buffer || !p->requires_grad) continue;
+        size_t o = p->offset;
+        STRIX_TRY(strix_adam_step(ps->be, ps->data + o, ps->grad + o, ps->m + o, ps->v + o,
+                                  p->numel, lr, cfg->beta1, cfg->beta2, cfg->eps, bc1, bc2));
+    }
+    return STRIX_OK;
+}
+
+/* The optimizer's AdamW with a no-decay group (by hand and strix_optimizer_adamw_split) gives
+ * the first wave's strix_adamw_step's bits on a block with a tied weight; the split optimizer
+ * leaves buffers and frozen parameters alone. */
 static void test_adamw_matches_legacy(void **state) {
     strix_backend *be = *state;
-    strix_params a, b;
-    strix_params *blocks[2] = {&a, &b};
-    for (int k = 0; k < 2; k++) {
+    strix_params a, b, bs;
+    strix_params *blocks[3] = {&a, &b, &bs};
+    for (int k = 0; k < 3; k++) {
         strix_params *ps = blocks[k];
         strix_params_init_empty(ps, be);
         const int64_t emb[2] = {9, 4}, vec[1] = {4}, lin[2] = {4, 4};
@@ -253,25 +281,34 @@ static void test_adamw_matches_legacy(void **state) {
     strix_optimizer *opt = NULL;
     OK(strix_optimizer_adamw(&b, &c, &opt));
     OK(strix_optimizer_add_group_if(opt, strix_param_no_decay, NULL, 1.0f, 0.0f));
+    strix_optimizer *split = NULL;
+    OK(strix_optimizer_adamw_split(&bs, &c, &split));
     float *g = tl_malloc_floats(a.total);
     for (int s = 0; s < 4; s++) {
         tl_fill_uniform(g, a.total, 100 + (uint64_t)s, -1.0f, 1.0f);
         to_backend(be, a.grad, g, a.total);
         to_backend(be, b.grad, g, b.total);
+        to_backend(be, bs.grad, g, bs.total);
         float lr = 1e-2f * (float)(s + 1);
-        OK(strix_adamw_step(&a, &c, lr, s + 1));
+        OK(legacy_adamw_step(&a, &c, lr, s + 1));
         OK(strix_optimizer_step(opt, lr));
+        OK(strix_optimizer_step(split, lr));
     }
-    float *va = block_values(&a), *vb = block_values(&b);
+    float *va = block_values(&a), *vb = block_values(&b), *vs = block_values(&bs);
     assert_true(tl_check_bits("optimizer AdamW vs strix_adamw_step", va, vb, a.total));
+    assert_true(tl_check_bits("strix_optimizer_adamw_split vs strix_adamw_step", va, vs,
+                              a.total));
     free(va);
     free(vb);
+    free(vs);
     free(g);
     strix_optimizer_free(opt);
+    strix_optimizer_free(split);
     strix_params_free(&a);
     strix_params_free(&b);
+    strix_params_free(&bs);
 
-    /* strix_adamw_step skips a frozen parameter and a buffer */
+    /* the split optimizer skips a frozen parameter and a buffer */
     const pdecl d[] = {{"x", 1, {6}, true, false}, {"y", 1, {5}, true, false},
                        {"z", 1, {3}, true, true}};
     strix_params ps;
@@ -280,7 +317,9 @@ static void test_adamw_matches_legacy(void **state) {
     for (int k = 0; k < 3; k++) set_data(&ps, d[k].name, ones);
     OK(strix_fill(be, ps.grad, 0.5f, ps.total));
     OK(strix_params_set_requires_grad(&ps, "y", false));
-    OK(strix_adamw_step(&ps, &c, 0.1f, 1));
+    OK(strix_optimizer_adamw_split(&ps, &c, &split));
+    OK(strix_optimizer_step(split, 0.1f));
+    strix_optimizer_free(split);
     float *v = block_values(&ps);
     for (size_t i = 0; i < ps.total; i++) assert_true((v[i] == 1.0f) == (i >= 6));
     free(v);

@@ -22,6 +22,7 @@
 #include "strix/data.h"
 #include "strix/gpt.h"
 #include "strix/safetensors.h"
+#include "strix/train.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -31,41 +32,13 @@ extern "C" {
 
 /* STRIX_PATH_MAX: strix/safetensors.h */
 
-/* The hyper-parameters of a training run: everything that decides its numbers. */
-typedef struct strix_train_config {
-    int64_t steps;            /* total optimizer steps: the LR schedule's horizon and the end */
-    double time_limit;        /* seconds this invocation may train (0 = none); informational */
-    float lr, min_lr;         /* peak and final learning rate (cosine) */
-    int64_t warmup;           /* linear warmup steps */
-    float weight_decay;       /* AdamW decoupled decay */
-    float clip;               /* max global gradient norm (0 = off) */
-    float adam_beta1, adam_beta2, adam_eps;
-    int batch;                /* sequences per step (B) */
-    uint64_t seed;            /* seed of the run: weights, data and evaluation streams */
-    int64_t eval_every;       /* steps between evaluations and checkpoints */
-    int eval_batches;         /* validation batches averaged per evaluation */
-    double val_fraction;      /* last fraction of the corpus held out */
-    bool sequential;          /* sequential stride walk instead of random windows */
-    int64_t stride;           /* the walk's stride */
-    char data_path[STRIX_PATH_MAX];
-    char backend[32];         /* backend the run trains on ("cpu", "cpu-blas", "cuda:0", ...); a
-                               * resume keeps it unless told otherwise */
-} strix_train_config;
-
-/* Where a run stands. */
-typedef struct strix_train_state {
-    int64_t step;             /* optimizer steps completed */
-    uint64_t data_rng;        /* state of the training batch stream (strix_rng.state) */
-    strix_seq_cursor cursor;  /* the sequential walk's cursor */
-    double val_loss;          /* last evaluation (NaN before the first) */
-    uint64_t data_size;       /* corpus characters and FNV-1a hash: detects a changed corpus */
-    uint64_t data_hash;
-} strix_train_state;
-
+/* strix_train_config and strix_train_state (the run recorded in the metadata) are in
+ * strix/train.h. */
 typedef struct strix_checkpoint_info {
     strix_gpt_config model;
     strix_vocab vocab;        /* size must equal model.vocab_size */
-    strix_train_config train;
+    strix_train_config train; /* after strix_checkpoint_open, train.data_path and train.backend
+                               * point into the checkpoint: valid until strix_checkpoint_close */
     strix_train_state state;
 } strix_checkpoint_info;
 

@@ -8,6 +8,7 @@
  * the parameter they are tied to, under that parameter's flags). Updates are elementwise, so doing
  * them per run of parameters or over the whole block gives the same bits.
  *
+ * There is one optimizer API: the objects below (the trainer, strix/train.h, steps one).
  * Not here: optimizer state in checkpoints (the block's m/v roles are saved by strix/checkpoint.h;
  * the step count is the caller's), LBFGS and other closure-based optimizers.
  */
@@ -20,7 +21,7 @@
 extern "C" {
 #endif
 
-// ---- AdamW over the whole block (the GPT trainer's optimizer) ---------------------------------
+// ---- optimizer configs -----------------------------------------------------------------------
 
 typedef struct strix_adamw_config {
     float beta1, beta2, eps; /* 0.9, 0.999, 1e-8 (PyTorch defaults) */
@@ -29,13 +30,6 @@ typedef struct strix_adamw_config {
 
 /* PyTorch torch.optim.AdamW defaults, except weight_decay (0.01 there) which is passed in. */
 STRIX_API strix_adamw_config strix_adamw_defaults(float weight_decay);
-
-/* One AdamW step (Loshchilov & Hutter 2019, Alg. 2; torch.optim.AdamW): for decayed parameters
- * (`decay` set) p *= 1 − lr·wd, then one Adam update with bias corrections of step `t` (1-based)
- * of every trainable parameter (all of them in one call when the whole block trains). Uses
- * ps->m / ps->v. Buffers and frozen parameters do not move. */
-STRIX_API strix_status strix_adamw_step(strix_params *ps, const strix_adamw_config *cfg, float lr,
-                                        int64_t t);
 
 // ---- optimizer objects with parameter groups --------------------------------------------------
 
@@ -71,11 +65,19 @@ STRIX_API strix_status strix_optimizer_adam(strix_params *ps, const strix_adamw_
                                             strix_optimizer **out);
 
 /* AdamW (torch.optim.AdamW): p = (1 − lr·wd)·p (decoupled, every member of the group, if
- * wd != 0), then the Adam update without weight decay. With groups that match
- * strix_adamw_step's `decay` flags (strix_param_no_decay below) it gives its bits. Errors as
- * strix_optimizer_adam. */
+ * wd != 0), then the Adam update without weight decay. Errors as strix_optimizer_adam. */
 STRIX_API strix_status strix_optimizer_adamw(strix_params *ps, const strix_adamw_config *cfg,
                                              strix_optimizer **out);
+
+/* AdamW with nanoGPT's decay split (configure_optimizers; the GPT trainer's optimizer, the
+ * strix_train_optimizer of strix/train.h): the default group decays by cfg->weight_decay, and the
+ * trainable parameters without the `decay` flag (biases, LayerNorm gains) form a group with
+ * weight decay 0 (strix_param_no_decay; no group when there are none). Per step and parameter:
+ * p = (1 − lr·wd)·p if it decays, then one Adam update; the bits of the first wave's
+ * strix_adamw_step. Errors as strix_optimizer_adamw. */
+STRIX_API strix_status strix_optimizer_adamw_split(strix_params *ps,
+                                                   const strix_adamw_config *cfg,
+                                                   strix_optimizer **out);
 
 /* Adds a parameter group: the parameters whose dotted name matches `prefix` (as
  * strix_params_set_requires_grad) and that no earlier group claimed, with its own learning-rate
@@ -92,7 +94,8 @@ STRIX_API strix_status strix_optimizer_add_group_if(strix_optimizer *opt, strix_
                                                     float weight_decay);
 
 /* Predicate: parameters without the `decay` flag (biases, LayerNorm gains). A group
- * (strix_param_no_decay, NULL, 1, 0) gives nanoGPT's / strix_adamw_step's decay split. */
+ * (strix_param_no_decay, NULL, 1, 0) gives nanoGPT's decay split
+ * (strix_optimizer_adamw_split). */
 STRIX_API bool strix_param_no_decay(const strix_param *p, void *user);
 
 /* One update of every trainable parameter with base learning rate lr (>= 0; STRIX_ERR_ARG

@@ -1,10 +1,8 @@
 /*
- * adamw.c - strix_adamw_step, the GPT trainer's optimizer: decoupled weight decay on the `decay`
- * parameters, then one fused Adam kernel over each run of trainable parameters (the whole block
- * in one call when everything trains, as in the GPT). The optimizer objects are in optimizer.c.
+ * adamw.c - the AdamW defaults and the GPT trainer's optimizer: an AdamW object (optimizer.c) with
+ * nanoGPT's decay split, a no-decay group for the parameters without the `decay` flag. Adds no
+ * update of its own: the steps are the optimizer object's.
  */
-#include <math.h>
-
 #include "optim/optim_internal.h"
 
 strix_adamw_config strix_adamw_defaults(float weight_decay) {
@@ -13,25 +11,20 @@ strix_adamw_config strix_adamw_defaults(float weight_decay) {
     return c;
 }
 
-strix_status strix_adamw_step(strix_params *ps, const strix_adamw_config *cfg, float lr,
-                              int64_t t) {
-    STRIX_ASSERT(t >= 1, "AdamW step counts from 1");
-    if (cfg->weight_decay != 0.0f) {
-        float keep = 1.0f - lr * cfg->weight_decay;
-        for (int i = 0; i < ps->count; i++) {
-            strix_param *p = ps->items[i];
-            if (!p->decay || !optim_trains(p)) continue;
-            STRIX_TRY(strix_axpby(ps->be, keep, p->data, 0.0f, NULL, p->data, p->numel));
-        }
+strix_status strix_optimizer_adamw_split(strix_params *ps, const strix_adamw_config *cfg,
+                                         strix_optimizer **out) {
+    STRIX_TRY(strix_optimizer_adamw(ps, cfg, out));
+    bool any = false; /* a group must claim something: skip it when every parameter decays */
+    for (int i = 0; i < ps->count; i++) {
+        const strix_param *p = ps->items[i];
+        any |= !p->tied_to && !p->is_buffer && strix_param_no_decay(p, NULL);
     }
-    float bc1 = (float)(1.0 - pow(cfg->beta1, (double)t));
-    float bc2 = (float)(1.0 - pow(cfg->beta2, (double)t));
-    optim_run run;
-    int at = 0;
-    while (optim_next_run(ps, &at, optim_class_trains, NULL, &run)) {
-        size_t o = run.offset;
-        STRIX_TRY(strix_adam_step(ps->be, ps->data + o, ps->grad + o, ps->m + o, ps->v + o,
-                                  run.numel, lr, cfg->beta1, cfg->beta2, cfg->eps, bc1, bc2));
+    strix_status s = any ? strix_optimizer_add_group_if(*out, strix_param_no_decay, NULL, 1.0f,
+                                                        0.0f)
+                         : STRIX_OK;
+    if (s != STRIX_OK) {
+        strix_optimizer_free(*out);
+        *out = NULL;
     }
-    return STRIX_OK;
+    return s;
 }

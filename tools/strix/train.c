@@ -2,8 +2,12 @@
  * train.c - `strix train`: trains a character-level GPT on a text file or directory, evaluates on
  * the held-out tail, writes resumable checkpoints, and resumes them bit for bit.
  *
- * The step: zero_grad, forward, backward, clip_grad_norm (a non-finite norm skips the step with a
- * warning), lr = warmup+cosine(step), AdamW with t = step + 1. Randomness: weights from
+ * The step and the loop are the trainer's (strix/train.h: zero_grad, forward, backward,
+ * clip_grad_norm - a non-finite norm skips the step, printed here as a warning -, lr =
+ * warmup+cosine(step), AdamW with t = step + 1; evaluation and checkpoints every --eval-every
+ * steps and at the end), on the GPT adapter (strix/gpt_train.h). This file sets the run up,
+ * prints the trainer's events, turns Ctrl-C, --time and --stop-after into its stop flag and stop
+ * requests, and writes the checkpoints with Ctrl-C held off. Randomness: weights from
  * derive(seed, 1), training batches from a stream seeded derive(seed, 2) whose state is saved in
  * every checkpoint, evaluation batches from a stream re-seeded derive(seed, 3) at every evaluation
  * (so evaluating and saving never perturb training). Does not auto-load anything: a checkpoint is
@@ -27,12 +31,12 @@
 #include "args.h"
 #include "strix/backend.h"
 #include "strix/checkpoint.h"
-#include "strix/optim.h"
+#include "strix/gpt_train.h"
+#include "strix/train.h"
 #include "tool.h"
 
 #define DEFAULT_CORPUS "/usr/share/games/fortunes"
 #define DEFAULT_STEPS 2000
-#define MAX_SKIPPED_IN_A_ROW 100
 
 // ---- flags -------------------------------------------------------------------------------------
 
@@ -219,11 +223,15 @@ typedef struct run {
     strix_corpus corpus;
     strix_backend *be;
     strix_gpt *gpt;
+    strix_train_model gpt_model; /* the GPT adapter (strix_gpt_train_model) */
+    strix_train_model model;    /* what the trainer sees: the adapter, plus save() below */
+    strix_optimizer *opt;
     const char *out;
     double time_limit, save_delay;
     int64_t stop_after, log_every;
-    int32_t *ids, *targets;
     bool tty, corpus_is_dir;
+    char data_path[STRIX_PATH_MAX]; /* info.train.data_path and .backend point here */
+    char backend[32];
     int lock_fd;                /* flock'ed "<out>.lock" while the run may write --out; -1 if none */
     char lock_path[STRIX_PATH_MAX + 8];
 } run;
@@ -237,11 +245,11 @@ static void run_free(run *r) {
         unlink(r->lock_path);
         close(r->lock_fd);
     }
+    strix_gpt_train_model_free(&r->gpt_model);
+    strix_optimizer_free(r->opt);
     strix_gpt_free(r->gpt);
     strix_backend_free(r->be);
     strix_corpus_free(&r->corpus);
-    free(r->ids);
-    free(r->targets);
 }
 
 /* Loads the corpus at `path`, applies the split and checks the block fits. When resuming
@@ -299,24 +307,6 @@ static void print_setup(const run *r, bool resumed) {
     fflush(stdout);
 }
 
-/* Mean validation loss over eval_batches batches of a stream re-seeded at every call. */
-static strix_status evaluate(run *r, double *loss) {
-    const strix_train_config *t = &r->info.train;
-    int B = t->batch, T = r->info.model.block_size;
-    strix_rng rng;
-    strix_rng_seed(&rng, strix_seed_derive(t->seed, 3));
-    double sum = 0.0;
-    for (int b = 0; b < t->eval_batches; b++) {
-        float l;
-        STRIX_TRY(strix_corpus_batch_random(&r->corpus, STRIX_SPLIT_VAL, &rng, B, T, r->ids,
-                                            r->targets));
-        STRIX_TRY(strix_gpt_forward(r->gpt, r->ids, r->targets, B, T, &l));
-        sum += l;
-    }
-    *loss = sum / t->eval_batches;
-    return STRIX_OK;
-}
-
 static void format_duration(double s, char *buf, size_t cap) {
     if (!(s >= 0) || s > 1e7) { snprintf(buf, cap, "--:--"); return; }
     long t = (long)(s + 0.5);
@@ -360,7 +350,9 @@ static void ignore_stop_signals(void) {
 /* Saves the checkpoint with SIGINT and SIGTERM blocked, so a Ctrl-C never cuts a save short: one
  * arriving during the save is delivered after it. Once a stop was asked for, later signals are
  * ignored (pending ones discarded) so the run can finish saving and report. */
-static strix_status save(run *r) {
+static strix_status save(void *ctx, const strix_train_state *state) {
+    run *r = ctx;
+    (void)state; /* it is r->info.state */
     sigset_t stop_set, old;
     sigemptyset(&stop_set);
     sigaddset(&stop_set, SIGINT);
@@ -378,16 +370,52 @@ static strix_status save(run *r) {
     return s;
 }
 
+/* What the trainer's events make of the run: progress lines, the warnings and stop requests. */
+typedef struct loop_ctx {
+    run *r;
+    double t0;
+    int64_t first;
+    const char *stopped;   /* why the run stopped early (NULL: it did not) */
+} loop_ctx;
+
+static strix_train_action on_event(void *user, const strix_train_event *ev) {
+    loop_ctx *c = user;
+    run *r = c->r;
+    switch (ev->kind) {
+    case STRIX_TRAIN_EV_SKIPPED:
+        clear_progress(r);
+        fprintf(stderr, "strix: warning: step %" PRId64 ": loss %g, gradient norm %g; "
+                        "step skipped\n", ev->step + 1, (double)ev->loss, ev->grad_norm);
+        return STRIX_TRAIN_CONTINUE;
+    case STRIX_TRAIN_EV_EVAL:
+        clear_progress(r);
+        printf("step %" PRId64 ": val loss %.4f\n", ev->step, ev->val_loss);
+        fflush(stdout); /* before the stop line on stderr */
+        return STRIX_TRAIN_CONTINUE;
+    case STRIX_TRAIN_EV_LOOP_END:
+        /* Training is over: what is left (a last evaluation, the save, the report) runs to its
+         * end whatever signals come; the process exits right after. */
+        ignore_stop_signals();
+        return STRIX_TRAIN_CONTINUE;
+    case STRIX_TRAIN_EV_STEP:
+        break;
+    }
+    progress(r, ev->step, c->first, ev->loss, c->t0, ev->step == r->info.train.steps);
+    if (r->stop_after > 0 && ev->step >= r->stop_after) {
+        c->stopped = "stopped by --stop-after";
+        return STRIX_TRAIN_STOP;
+    }
+    if (r->time_limit > 0 && tool_now() - c->t0 >= r->time_limit) {
+        c->stopped = "time limit";
+        return STRIX_TRAIN_STOP_EVAL; /* its own stream: the run stays resumable bit for bit */
+    }
+    return STRIX_TRAIN_CONTINUE;
+}
+
 /* The training loop from the run's current step. */
 static int train_loop(run *r) {
     strix_checkpoint_info *info = &r->info;
     const strix_train_config *t = &info->train;
-    int B = t->batch, T = info->model.block_size;
-    strix_params *ps = strix_gpt_params(r->gpt);
-    strix_adamw_config adam = {.beta1 = t->adam_beta1, .beta2 = t->adam_beta2, .eps = t->adam_eps,
-                               .weight_decay = t->weight_decay};
-    strix_rng data_rng = {.state = info->state.data_rng};
-    strix_seq_cursor cursor = info->state.cursor;
 
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
@@ -397,109 +425,28 @@ static int train_loop(run *r) {
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
 
-    double t0 = tool_now();
-    int64_t first = info->state.step, step = first;
-    if (r->stop_after > 0 && r->stop_after <= first) {
+    loop_ctx c = {.r = r, .t0 = tool_now(), .first = info->state.step};
+    if (r->stop_after > 0 && r->stop_after <= c.first) {
         fprintf(stderr, "strix: --stop-after %" PRId64 " is not past the checkpoint's step %" PRId64
-                        "\n", r->stop_after, first);
+                        "\n", r->stop_after, c.first);
         return 2;
     }
-    int64_t val_step = -1; /* step of the last evaluation of this run */
-    float loss = NAN;
-    int skipped_in_row = 0;
-    bool saved_here = false;
-    const char *stopped = NULL;
-    strix_status s = STRIX_OK;
-    while (step < t->steps) {
-        if (stop_signal) { stopped = "interrupted"; break; }
-        s = t->sequential
-                ? strix_corpus_batch_sequential(&r->corpus, STRIX_SPLIT_TRAIN, &cursor, B, T,
-                                                r->ids, r->targets)
-                : strix_corpus_batch_random(&r->corpus, STRIX_SPLIT_TRAIN, &data_rng, B, T,
-                                            r->ids, r->targets);
-        if (s == STRIX_OK) s = strix_params_zero_grad(ps);
-        if (s == STRIX_OK) s = strix_gpt_forward(r->gpt, r->ids, r->targets, B, T, &loss);
-        if (s == STRIX_OK) s = strix_gpt_backward(r->gpt);
-        double norm = 0.0;
-        if (s == STRIX_OK) s = strix_clip_grad_norm(ps, t->clip, &norm);
-        if (s == STRIX_ERR_NUMERIC || (s == STRIX_OK && !isfinite(loss))) {
-            clear_progress(r);
-            fprintf(stderr, "strix: warning: step %" PRId64 ": loss %g, gradient norm %g; "
-                            "step skipped\n", step + 1, (double)loss, norm);
-            s = STRIX_OK;
-            if (++skipped_in_row >= MAX_SKIPPED_IN_A_ROW) {
-                s = strix_error(STRIX_ERR_NUMERIC, "training diverged: %d steps in a row had a "
-                                "non-finite loss or gradient", skipped_in_row);
-                break;
-            }
-        } else if (s == STRIX_OK) {
-            skipped_in_row = 0;
-            float lr = strix_lr_warmup_cosine(step, t->warmup, t->steps, t->lr, t->min_lr);
-            s = strix_adamw_step(ps, &adam, lr, step + 1);
-        }
-        if (s != STRIX_OK) break;
-        step++;
-        info->state.step = step;
-        info->state.data_rng = data_rng.state;
-        info->state.cursor = cursor;
-        saved_here = false;
-        if (step % t->eval_every == 0 || step == t->steps) {
-            double val;
-            s = evaluate(r, &val);
-            if (s == STRIX_OK) {
-                info->state.val_loss = val;
-                val_step = step;
-                clear_progress(r);
-                printf("step %" PRId64 ": val loss %.4f\n", step, val);
-                fflush(stdout);
-                s = save(r);
-                saved_here = true;
-            }
-            if (s != STRIX_OK) break;
-        }
-        progress(r, step, first, loss, t0, step == t->steps);
-        if (r->stop_after > 0 && step >= r->stop_after) {
-            stopped = "stopped by --stop-after";
-            break;
-        }
-        if (r->time_limit > 0 && tool_now() - t0 >= r->time_limit) {
-            stopped = "time limit";
-            break;
-        }
-    }
-    /* Training is over: what is left (a last evaluation, the save, the report) runs to its end
-     * whatever signals come; the process exits right after. */
+    strix_train_hooks hooks = {.on_event = on_event, .user = &c, .stop = &stop_signal};
+    strix_train_result res;
+    strix_status s = strix_train_run(t, &r->model, r->opt, &info->state, &hooks, &res);
     ignore_stop_signals();
-    if (s != STRIX_OK) {
-        clear_progress(r);
-        return tool_fail(s);
-    }
-    if (stopped && strcmp(stopped, "time limit") == 0 && !saved_here) {
-        double val;
-        s = evaluate(r, &val); /* its own stream: the run stays resumable bit for bit */
-        if (s != STRIX_OK) return tool_fail(s);
-        info->state.val_loss = val;
-        val_step = step;
-        clear_progress(r);
-        printf("step %" PRId64 ": val loss %.4f\n", step, val);
-        fflush(stdout); /* before the stop line on stderr */
-    }
-    if (!saved_here) {
-        s = save(r);
-        if (s != STRIX_OK) {
-            clear_progress(r);
-            return tool_fail(s);
-        }
-    }
     clear_progress(r);
-    double elapsed = tool_now() - t0;
-    if (stopped) {
+    if (s != STRIX_OK) return tool_fail(s);
+    if (res.end == STRIX_TRAIN_INTERRUPTED) c.stopped = "interrupted";
+    int64_t step = info->state.step, val_step = res.val_step;
+    double elapsed = tool_now() - c.t0;
+    if (c.stopped) {
         fprintf(stderr, "strix: %s at step %" PRId64 " of %" PRId64 "; checkpoint saved to %s "
-                        "(continue with: strix train --resume %s)\n", stopped, step, t->steps,
+                        "(continue with: strix train --resume %s)\n", c.stopped, step, t->steps,
                 r->out, r->out);
     }
     char train_text[32] = "n/a (no step run)", val_text[64] = "n/a (no evaluation yet)";
-    if (step > first) snprintf(train_text, sizeof train_text, "%.4f", (double)loss);
+    if (step > c.first) snprintf(train_text, sizeof train_text, "%.4f", (double)res.loss);
     if (!isnan(info->state.val_loss)) {
         if (val_step == step)
             snprintf(val_text, sizeof val_text, "%.4f", info->state.val_loss);
@@ -677,17 +624,34 @@ static int setup_backend(run *r, const train_flags *f, const char *name) {
         fprintf(stderr, "strix: backend %s: %s\n", name, strix_last_error());
         return 1;
     }
-    if (name != r->info.train.backend) /* no overlapping copy when it came from there */
-        snprintf(r->info.train.backend, sizeof r->info.train.backend, "%s", name);
+    if (name != r->backend) snprintf(r->backend, sizeof r->backend, "%s", name);
+    r->info.train.backend = r->backend;
     return 0;
 }
 
-static int setup_buffers(run *r) {
-    size_t n = (size_t)r->info.train.batch * (size_t)r->info.model.block_size;
-    r->ids = malloc(n * sizeof *r->ids);
-    r->targets = malloc(n * sizeof *r->targets);
-    if (!r->ids || !r->targets)
-        return tool_fail(strix_error(STRIX_ERR_ALLOC, "out of memory for a batch of %zu", n));
+static strix_status run_loss_step(void *ctx, int64_t step, int micro, float grad_scale,
+                                  float *loss) {
+    run *r = ctx;
+    return r->gpt_model.loss_step(r->gpt_model.ctx, step, micro, grad_scale, loss);
+}
+
+static strix_status run_eval(void *ctx, double *val_loss) {
+    run *r = ctx;
+    return r->gpt_model.eval(r->gpt_model.ctx, val_loss);
+}
+
+/* The GPT adapter on the run's corpus and state, the checkpoint writer, and the optimizer. */
+static int setup_trainer(run *r) {
+    const strix_train_config *t = &r->info.train;
+    strix_gpt_train_data d = {.batch = t->batch, .corpus = &r->corpus, .state = &r->info.state,
+                              .sequential = t->sequential, .eval_batches = t->eval_batches,
+                              .eval_seed = strix_seed_derive(t->seed, 3)};
+    strix_status s = strix_gpt_train_model(r->gpt, &d, &r->gpt_model);
+    if (s == STRIX_OK) s = strix_train_optimizer(r->gpt_model.params, t, &r->opt);
+    if (s != STRIX_OK) return tool_fail(s);
+    r->model = (strix_train_model){.ctx = r, .params = r->gpt_model.params,
+                                   .loss_step = run_loss_step,
+                                   .eval = r->gpt_model.eval ? run_eval : NULL, .save = save};
     return 0;
 }
 
@@ -746,7 +710,7 @@ static int start_new(run *r, train_flags *f, arg_spec *specs, int n) {
     }
     t->stride = stride_seen ? f->stride : f->block;
     const char *data = f->data ? f->data : DEFAULT_CORPUS;
-    if (strlen(data) >= sizeof t->data_path) {
+    if (strlen(data) >= sizeof r->data_path) {
         fprintf(stderr, "strix train: --data path is too long\n");
         return 2;
     }
@@ -757,7 +721,8 @@ static int start_new(run *r, train_flags *f, arg_spec *specs, int n) {
     rc = load_corpus(r, data, f->data == NULL, NULL, false);
     if (rc) return rc;
     /* The absolute path, so that --resume finds the corpus from any working directory. */
-    resolve_path(data, t->data_path, sizeof t->data_path);
+    resolve_path(data, r->data_path, sizeof r->data_path);
+    t->data_path = r->data_path;
     m->vocab_size = r->corpus.vocab.size;
     info->vocab = r->corpus.vocab;
     info->state.step = 0;
@@ -781,7 +746,7 @@ static int start_new(run *r, train_flags *f, arg_spec *specs, int n) {
     if (stat(r->out, &st) == 0) /* a strix checkpoint: check_out refused anything else */
         fprintf(stderr, "strix: note: %s exists and will be replaced at the first checkpoint\n",
                 r->out);
-    return setup_buffers(r);
+    return setup_trainer(r);
 }
 
 static int start_resumed(run *r, train_flags *f, arg_spec *specs, int n) {
@@ -789,6 +754,12 @@ static int start_resumed(run *r, train_flags *f, arg_spec *specs, int n) {
     strix_status s = strix_checkpoint_open(f->resume, &ck);
     if (s != STRIX_OK) return tool_fail(s);
     r->info = *strix_checkpoint_info_of(ck);
+    /* the strings point into ck: keep copies (the checkpoint bounds data_path by STRIX_PATH_MAX
+     * and the backend name by 32 bytes) */
+    snprintf(r->data_path, sizeof r->data_path, "%s", r->info.train.data_path);
+    snprintf(r->backend, sizeof r->backend, "%s", r->info.train.backend);
+    r->info.train.data_path = r->data_path;
+    r->info.train.backend = r->backend;
     int rc = check_resume_flags(&r->info, specs, n);
     /* The whole checkpoint is checked (every tensor present with its shape) even when the run is
      * finished: a damaged file is reported, never called finished. */
@@ -818,7 +789,7 @@ static int start_resumed(run *r, train_flags *f, arg_spec *specs, int n) {
                         "--data PATH (its size and hash are checked)\n", data, f->resume);
         return 1;
     }
-    if (strlen(data) >= sizeof t->data_path) {
+    if (strlen(data) >= sizeof r->data_path) {
         fprintf(stderr, "strix train: --data path is too long\n");
         return 2;
     }
@@ -828,9 +799,10 @@ static int start_resumed(run *r, train_flags *f, arg_spec *specs, int n) {
     if (rc) return rc;
     char where[STRIX_PATH_MAX];
     resolve_path(data, where, sizeof where); /* where the corpus is now, for the next resume */
-    strcpy(t->data_path, where);
+    strcpy(r->data_path, where);
+    t->data_path = r->data_path;
     t->time_limit = f->time;
-    return setup_buffers(r);
+    return setup_trainer(r);
 }
 
 int cmd_train(int argc, char **argv) {

@@ -221,7 +221,8 @@ typedef enum field_kind {
     FIELD_F32,      /* float, shortest exact decimal, within [lo, hi] (NaN refused) */
     FIELD_F64,      /* double, shortest exact decimal, within [lo, hi] (NaN refused) */
     FIELD_F64_NAN,  /* the same, NaN allowed */
-    FIELD_STR,      /* char[], at least lo characters, shorter than the array */
+    FIELD_STR,      /* const char * (NULL written as ""), lo to hi - 1 characters; a loaded
+                     * value points into the checkpoint's metadata */
     FIELD_SAMPLING, /* bool: "sequential" (true) or "random" (false) */
 } field_kind;
 
@@ -245,7 +246,7 @@ typedef struct meta_field {
 #define F32(key, m, lo, hi) FIELD(key, FIELD_F32, m, sizeof(float), lo, hi)
 #define F64(key, m, lo, hi) FIELD(key, FIELD_F64, m, sizeof(double), lo, hi)
 #define F64_NAN(key, m, lo, hi) FIELD(key, FIELD_F64_NAN, m, sizeof(double), lo, hi)
-#define STR(key, m, min_len) FIELD(key, FIELD_STR, m, MEMBER_SIZE(m), min_len, 0)
+#define STR(key, m, min_len, cap) FIELD(key, FIELD_STR, m, sizeof(const char *), min_len, cap)
 #define SAMPLING(key, m) FIELD(key, FIELD_SAMPLING, m, sizeof(bool), 0, 0)
 
 #define BIG 9007199254740992.0 /* 2^53 */
@@ -269,12 +270,12 @@ static const meta_field run_fields[] = {
     I64("eval_every", train.eval_every, 1, BIG),
     INT("eval_batches", train.eval_batches, 1, 1 << 24),
     F64("val_fraction", train.val_fraction, 0.0, 1.0),
-    STR("data_path", train.data_path, 0),
+    STR("data_path", train.data_path, 0, STRIX_PATH_MAX),
     U64("data_size", state.data_size),
     HEX64("data_hash", state.data_hash),
     SAMPLING("sampling", train.sequential),
     I64("stride", train.stride, 0, BIG),
-    STR("backend", train.backend, 1),
+    STR("backend", train.backend, 1, 32), /* the first wave's char[32] */
     U64("data_rng", state.data_rng),
     U64("seq_pos", state.cursor.pos),
     U64("seq_epoch", state.cursor.epoch),
@@ -301,7 +302,12 @@ static void meta_put_field(meta_list *m, const meta_field *f, const strix_checkp
     case FIELD_F32: memcpy(&f32, at, sizeof f32); meta_float(m, f->key, f32); break;
     case FIELD_F64:
     case FIELD_F64_NAN: memcpy(&f64, at, sizeof f64); meta_double(m, f->key, f64); break;
-    case FIELD_STR: meta_put(m, f->key, at); break;
+    case FIELD_STR: {
+        const char *v;
+        memcpy(&v, at, sizeof v);
+        meta_put(m, f->key, v ? v : "");
+        break;
+    }
     case FIELD_SAMPLING:
         memcpy(&b, at, sizeof b);
         meta_put(m, f->key, b ? "sequential" : "random");
@@ -466,8 +472,8 @@ static void meta_read_field(meta_reader *r, const meta_field *f, strix_checkpoin
     }
     case FIELD_STR: {
         const char *v = meta_get(r, f->key);
-        if (v && (strlen(v) < (size_t)f->lo || strlen(v) >= f->size)) meta_bad(r, f->key, v);
-        else if (v) strcpy(at, v);
+        if (v && (strlen(v) < (size_t)f->lo || strlen(v) >= (size_t)f->hi)) meta_bad(r, f->key, v);
+        else memcpy(at, v ? &v : &(const char *){""}, sizeof v); /* lives until close */
         break;
     }
     case FIELD_SAMPLING: {

@@ -1,0 +1,182 @@
+/*
+ * strix/train.h - the trainer: the training step and loop for any model that exposes a loss step
+ * (forward + backward into its parameter block's grads), its parameters, and optionally an
+ * evaluation and a checkpoint writer. Used by `strix train`, examples/tiny_gpt.c, bench/bench_gpt.c
+ * and the tests; the GPT's adapter is strix/gpt_train.h.
+ *
+ * One step (strix_train_step), as nanoGPT's train.py:
+ *   zero_grad; for each of the k = grad_accum micro-batches: loss_step (forward + backward, the
+ *   loss scaled by strix_grad_accum_scale(1, k) = 1/k, grads `+=`);
+ *   the gradient hook all_reduce(user, params)  <- HERE goes a multi-process gradient all-reduce
+ *                                                  (MPI/NCCL): after the last micro-batch's
+ *                                                  backward, before clipping, once per step;
+ *   clip by global norm (strix_clip_grad_norm, max_norm = clip; 0 = only measured);
+ *   a non-finite gradient norm or loss skips the update (the step still counts: the schedule and
+ *   the optimizer's bias corrections follow the step number, as the first-wave CLI did);
+ *   lr = strix_lr_warmup_cosine(step, warmup, steps, lr, min_lr);
+ *   one strix_optimizer_step (the optimizer object of strix/optim.h).
+ * The loop (strix_train_run) adds: evaluation and checkpoint every eval_every steps and at the end,
+ * a stop flag checked before each step (set by a signal handler: the loop finishes the step it is
+ * in, saves and returns), progress events, stop requests from the event callback, resume from
+ * state->step, and an error after STRIX_TRAIN_MAX_SKIPS skipped steps in a row.
+ *
+ * Not here: data loading, signal handling, printing (events go to the caller), wall-clock limits
+ * (the event callback decides), the checkpoint format (strix/checkpoint.h).
+ */
+#ifndef STRIX_TRAIN_H
+#define STRIX_TRAIN_H
+
+#include <signal.h>
+
+#include "strix/data.h"
+#include "strix/optim.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+// ---- the run's configuration and position -----------------------------------------------------
+
+/* The hyper-parameters of a training run: everything that decides its numbers. */
+typedef struct strix_train_config {
+    int64_t steps;            /* total optimizer steps: the LR schedule's horizon and the end */
+    double time_limit;        /* seconds this invocation may train (0 = none); informational */
+    float lr, min_lr;         /* peak and final learning rate (cosine) */
+    int64_t warmup;           /* linear warmup steps */
+    float weight_decay;       /* AdamW decoupled decay */
+    float clip;               /* max global gradient norm (0 = off) */
+    float adam_beta1, adam_beta2, adam_eps;
+    int batch;                /* sequences per micro-batch (B) */
+    uint64_t seed;            /* seed of the run: weights, data and evaluation streams */
+    int64_t eval_every;       /* steps between evaluations and checkpoints (0 = only at the end) */
+    int eval_batches;         /* validation batches averaged per evaluation */
+    double val_fraction;      /* last fraction of the corpus held out */
+    bool sequential;          /* sequential stride walk instead of random windows */
+    int64_t stride;           /* the walk's stride */
+    const char *data_path;    /* the corpus the run trains on (borrowed; NULL reads as "") */
+    const char *backend;      /* backend the run trains on ("cpu", "cpu-blas", "cuda:0", ...;
+                               * borrowed, NULL reads as ""); a resume keeps it unless told
+                               * otherwise */
+    int grad_accum;           /* micro-batches per step (0 and 1: none); not in GPT checkpoints */
+} strix_train_config;
+
+/* Where a run stands. The trainer owns step and val_loss; the model's data stream owns the rest
+ * (the GPT adapter advances data_rng / cursor in place). */
+typedef struct strix_train_state {
+    int64_t step;             /* optimizer steps completed */
+    uint64_t data_rng;        /* state of the training batch stream (strix_rng.state) */
+    strix_seq_cursor cursor;  /* the sequential walk's cursor */
+    double val_loss;          /* last evaluation (NaN before the first) */
+    uint64_t data_size;       /* corpus characters and FNV-1a hash: detects a changed corpus */
+    uint64_t data_hash;
+} strix_train_state;
+
+// ---- the model as the trainer sees it ----------------------------------------------------------
+
+typedef struct strix_train_model {
+    void *ctx;                /* passed to every callback */
+    strix_params *params;     /* the block the optimizer updates (grads filled by loss_step) */
+    /* Required. Forward and backward of micro-batch `micro` (0-based) of step `step` (0-based):
+     * parameter grads `+=` grad_scale·∂loss/∂θ, *loss = the micro-batch's (unscaled) loss. */
+    strix_status (*loss_step)(void *ctx, int64_t step, int micro, float grad_scale, float *loss);
+    /* Optional (NULL: no evaluation). The validation loss; must not perturb training (its own
+     * data stream). */
+    strix_status (*eval)(void *ctx, double *val_loss);
+    /* Optional (NULL: no checkpoints). Writes a checkpoint of the run at `state`. */
+    strix_status (*save)(void *ctx, const strix_train_state *state);
+} strix_train_model;
+
+// ---- hooks and events --------------------------------------------------------------------------
+
+typedef enum strix_train_event_kind {
+    STRIX_TRAIN_EV_STEP,      /* a step ended (after its evaluation and save, if any) */
+    STRIX_TRAIN_EV_SKIPPED,   /* a step's loss or gradient norm was not finite: no update */
+    STRIX_TRAIN_EV_EVAL,      /* an evaluation ended (val_loss set); its save follows */
+    STRIX_TRAIN_EV_LOOP_END   /* no more steps: what is left is the final evaluation and save */
+} strix_train_event_kind;
+
+typedef struct strix_train_event {
+    strix_train_event_kind kind;
+    int64_t step;             /* steps completed (STEP, EVAL, LOOP_END); SKIPPED: the 0-based
+                               * index of the skipped step */
+    float loss;               /* the step's loss, mean over its micro-batches (STEP, SKIPPED) */
+    double grad_norm;         /* before clipping (STEP, SKIPPED) */
+    float lr;                 /* the step's learning rate (STEP) */
+    double val_loss;          /* EVAL */
+} strix_train_event;
+
+/* What the event callback asks for after a STEP event (ignored for the others). */
+typedef enum strix_train_action {
+    STRIX_TRAIN_CONTINUE = 0,
+    STRIX_TRAIN_STOP,         /* stop now: save (unless this step just saved) and return */
+    STRIX_TRAIN_STOP_EVAL     /* the same, evaluating first (unless this step just did) */
+} strix_train_action;
+
+typedef struct strix_train_hooks {
+    /* The gradient hook (NULL: none): called once per step after the last micro-batch's backward
+     * and before clipping, with the model's parameter block; a multi-process run all-reduces
+     * (averages) the grads here. Its error ends the step with that status. */
+    strix_status (*all_reduce)(void *user, strix_params *params);
+    /* Events (NULL: none); the return value counts only for STEP events. */
+    strix_train_action (*on_event)(void *user, const strix_train_event *ev);
+    void *user;
+    /* Checked before each step (NULL: none); non-zero stops the run as STRIX_TRAIN_STOP does.
+     * A signal handler may set it. */
+    const volatile sig_atomic_t *stop;
+} strix_train_hooks;
+
+/* Consecutive skipped steps after which strix_train_run fails with STRIX_ERR_NUMERIC. */
+#define STRIX_TRAIN_MAX_SKIPS 100
+
+// ---- the step and the loop ---------------------------------------------------------------------
+
+typedef struct strix_train_step_result {
+    float loss;               /* mean over the micro-batches */
+    double grad_norm;         /* global norm before clipping (0 if the step failed before) */
+    float lr;                 /* learning rate of the step */
+    bool skipped;             /* non-finite loss or norm: the parameters did not move */
+} strix_train_step_result;
+
+/* One optimizer step number `step` (0-based) as described at the top of this file. hooks may be
+ * NULL. A skipped step is not an error: STRIX_OK with out->skipped, the optimizer's step counts
+ * set to step + 1 (strix_optimizer_set_steps). Errors of the callbacks, the optimizer or the
+ * backend are returned as they come (the block may then hold partial grads). */
+STRIX_API strix_status strix_train_step(const strix_train_config *cfg, strix_train_model *model,
+                                        strix_optimizer *opt, const strix_train_hooks *hooks,
+                                        int64_t step, strix_train_step_result *out);
+
+typedef enum strix_train_end {
+    STRIX_TRAIN_FINISHED,     /* state->step reached cfg->steps */
+    STRIX_TRAIN_INTERRUPTED,  /* the stop flag was set */
+    STRIX_TRAIN_STOPPED       /* the event callback asked to stop */
+} strix_train_end;
+
+typedef struct strix_train_result {
+    strix_train_end end;
+    int64_t first_step;       /* state->step when the run began */
+    float loss;               /* the last step's loss (NaN if no step ran) */
+    int64_t val_step;         /* step of this run's last evaluation (-1: none) */
+} strix_train_result;
+
+/* Trains from state->step (0 for a new run, the checkpoint's step for a resumed one: the
+ * optimizer's step counts are set to it, the model's data stream must already be where the
+ * checkpoint left it) until cfg->steps, a stop flag or a stop request. After every step that
+ * completes a multiple of eval_every, and after the last step, it evaluates (model->eval; sets
+ * state->val_loss, an EVAL event) and saves (model->save). A run that stops early saves once more
+ * unless its last step just did. state->step counts completed steps. STRIX_ERR_ARG for
+ * cfg->steps < 1 or a negative eval_every; STRIX_ERR_NUMERIC after STRIX_TRAIN_MAX_SKIPS skipped
+ * steps in a row ("training diverged"); errors of the step, eval or save end the run at once
+ * (no further save). result may be NULL. */
+STRIX_API strix_status strix_train_run(const strix_train_config *cfg, strix_train_model *model,
+                                       strix_optimizer *opt, strix_train_state *state,
+                                       const strix_train_hooks *hooks, strix_train_result *result);
+
+/* The trainer's optimizer for cfg: AdamW (betas, eps, weight decay of cfg) with nanoGPT's decay
+ * split (strix_optimizer_adamw_split). Errors as strix_optimizer_adamw. */
+STRIX_API strix_status strix_train_optimizer(strix_params *ps, const strix_train_config *cfg,
+                                             strix_optimizer **out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,97 @@
+/*
+ * train_model.c - the GPT adapter of the trainer (strix/gpt_train.h): batches from a corpus or a
+ * callback, forward + backward as the loss step, the validation mean as the evaluation. Holds the
+ * host batch buffers; allocates nothing per step.
+ */
+#include <stdlib.h>
+
+#include "strix/gpt_train.h"
+
+typedef struct gpt_trainee {
+    strix_gpt *g;
+    strix_gpt_train_data d;
+    int T;
+    int32_t *ids, *targets; /* B·T each */
+} gpt_trainee;
+
+static strix_status loss_step(void *ctx, int64_t step, int micro, float grad_scale, float *loss) {
+    gpt_trainee *t = ctx;
+    const strix_gpt_train_data *d = &t->d;
+    (void)micro;
+    if (grad_scale != 1.0f)
+        return strix_error(STRIX_ERR_UNSUPPORTED, "gpt train: no gradient accumulation yet "
+                           "(grad_scale %g)", (double)grad_scale);
+    int B = d->batch, T = t->T;
+    if (d->corpus && d->sequential) {
+        STRIX_TRY(strix_corpus_batch_sequential(d->corpus, STRIX_SPLIT_TRAIN, &d->state->cursor,
+                                                B, T, t->ids, t->targets));
+    } else if (d->corpus) {
+        strix_rng rng = {.state = d->state->data_rng};
+        STRIX_TRY(strix_corpus_batch_random(d->corpus, STRIX_SPLIT_TRAIN, &rng, B, T, t->ids,
+                                            t->targets));
+        d->state->data_rng = rng.state;
+    } else {
+        STRIX_TRY(d->next(d->user, step, t->ids, t->targets));
+    }
+    STRIX_TRY(strix_gpt_forward(t->g, t->ids, t->targets, B, T, loss));
+    return strix_gpt_backward(t->g);
+}
+
+static strix_status evaluate(void *ctx, double *val_loss) {
+    gpt_trainee *t = ctx;
+    const strix_gpt_train_data *d = &t->d;
+    strix_rng rng;
+    strix_rng_seed(&rng, d->eval_seed);
+    double sum = 0.0;
+    for (int b = 0; b < d->eval_batches; b++) {
+        float l;
+        STRIX_TRY(strix_corpus_batch_random(d->corpus, STRIX_SPLIT_VAL, &rng, d->batch, t->T,
+                                            t->ids, t->targets));
+        STRIX_TRY(strix_gpt_forward(t->g, t->ids, t->targets, d->batch, t->T, &l));
+        sum += l;
+    }
+    *val_loss = sum / d->eval_batches;
+    return STRIX_OK;
+}
+
+strix_status strix_gpt_train_model(strix_gpt *g, const strix_gpt_train_data *data,
+                                   strix_train_model *model) {
+    *model = (strix_train_model){0};
+    int block = strix_gpt_config_of(g)->block_size;
+    int T = data->seq_len > 0 ? data->seq_len : block;
+    if (data->batch < 1 || T > block || data->eval_batches < 0)
+        return strix_error(STRIX_ERR_ARG, "gpt train: batch %d, seq_len %d (block %d), "
+                           "eval_batches %d", data->batch, data->seq_len, block,
+                           data->eval_batches);
+    if (data->corpus ? !data->state : !data->next)
+        return strix_error(STRIX_ERR_ARG, "gpt train: needs a corpus and a state, or a batch "
+                           "function");
+    if (!data->corpus && data->eval_batches > 0)
+        return strix_error(STRIX_ERR_ARG, "gpt train: evaluation needs a corpus");
+    gpt_trainee *t = calloc(1, sizeof *t);
+    size_t n = (size_t)data->batch * (size_t)T;
+    if (t) t->ids = malloc(n * sizeof *t->ids);
+    if (t) t->targets = malloc(n * sizeof *t->targets);
+    if (!t || !t->ids || !t->targets) {
+        if (t) free(t->ids);
+        free(t);
+        return strix_error(STRIX_ERR_ALLOC, "gpt train: out of memory for a batch of %zu", n);
+    }
+    t->g = g;
+    t->d = *data;
+    t->T = T;
+    model->ctx = t;
+    model->params = strix_gpt_params(g);
+    model->loss_step = loss_step;
+    model->eval = data->eval_batches > 0 ? evaluate : NULL;
+    return STRIX_OK;
+}
+
+void strix_gpt_train_model_free(strix_train_model *model) {
+    if (!model || !model->ctx) return;
+    gpt_trainee *t = model->ctx;
+    free(t->ids);
+    free(t->targets);
+    free(t);
+    *model = (strix_train_model){0};
+}
