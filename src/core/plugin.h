@@ -4,7 +4,7 @@
  *
  * The registry (src/core/registry.c) dlopen()s a plugin, resolves its one exported symbol
  * STRIX_PLUGIN_ENTRY and calls it with a host table: the core services the plugin's code calls
- * (last error, asserts, log, the RL action check). The plugin therefore needs no symbol from the
+ * (last error, asserts, log, the RL action check, convolution output sizes). The plugin therefore needs no symbol from the
  * program that loads it, which may have linked libstrix.a and exports nothing. The entry returns
  * the plugin's table, whose ABI version and struct sizes the registry checks before any use.
  * Not a public header; plugins are built from this source tree only.
@@ -35,6 +35,8 @@ typedef struct strix_plugin_host {
     void (*log)(strix_log_level level, const char *fmt, ...);
     strix_status (*rl_check_actions)(const float *actions, size_t count, size_t row0,
                                      size_t cols);
+    size_t (*conv_out_h)(const strix_conv_geom *g, size_t h);
+    size_t (*conv_out_w)(const strix_conv_geom *g, size_t w);
 } strix_plugin_host;
 
 /* What a plugin offers: its backend constructor and memory statistics (backend_impl.h). */

@@ -52,6 +52,8 @@ static const strix_plugin_host plugin_host = {
     .assert_fail = strix_assert_fail,
     .log = strix_log,
     .rl_check_actions = strix_rl_check_actions,
+    .conv_out_h = strix_conv_out_h,
+    .conv_out_w = strix_conv_out_w,
 };
 
 static pthread_mutex_t plugin_lock = PTHREAD_MUTEX_INITIALIZER;

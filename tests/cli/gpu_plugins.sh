@@ -24,12 +24,26 @@ for dev in cuda hip cuda:1; do
     expect_error "--device $dev" "backend $dev" \
         "$STRIX" train --data "$SHAKESPEARE" "${TINY[@]}" --steps 2 --device "$dev" --out x.st
 done
-mkdir -p fake/strix
+# A copy of the command away from the build tree finds no plugin; STRIX_PLUGIN_DIR then names a
+# folder with a file that is not a plugin, then the real plugin folder.
+mkdir -p bin fake
+cp "$STRIX" bin/strix
 echo "not a plugin" >fake/libstrix-cuda.so
 cp fake/libstrix-cuda.so fake/libstrix-hip.so
+plugins=$(dirname "$STRIX")/lib/strix
+# plugin_case NAME DEV PHRASE-IN-A-GPU-BUILD: one line naming the backend; where this build has
+# the backend (no "built without"), the line must also contain the phrase.
+plugin_case() {
+    local name=$1 dev=$2 phrase=$3
+    expect_error "$name" "backend $dev:" bin/strix train --data "$SHAKESPEARE" "${TINY[@]}" \
+        --steps 2 --device "$dev" --out x.st
+    if ! grep -q "built without" "$WORK/stderr" && ! grep -qF -- "$phrase" "$WORK/stderr"; then
+        fail "$name: stderr lacks '$phrase'"
+    fi
+}
 for dev in cuda hip; do
-    STRIX_PLUGIN_DIR=$WORK/fake expect_error "--device $dev, a broken plugin first in the path" \
-        "backend $dev" "$STRIX" train --data "$SHAKESPEARE" "${TINY[@]}" --steps 2 \
-        --device "$dev" --out x.st
+    plugin_case "--device $dev, no plugin" $dev "was not found"
+    STRIX_PLUGIN_DIR=$WORK/fake plugin_case "--device $dev, a broken plugin" $dev "cannot load"
+    STRIX_PLUGIN_DIR=$plugins plugin_case "--device $dev, STRIX_PLUGIN_DIR" $dev "device"
 done
 finish

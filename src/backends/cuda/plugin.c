@@ -60,6 +60,10 @@ strix_status strix_rl_check_actions(const float *actions, size_t count, size_t r
     return host->rl_check_actions(actions, count, row0, cols);
 }
 
+size_t strix_conv_out_h(const strix_conv_geom *g, size_t h) { return host->conv_out_h(g, h); }
+
+size_t strix_conv_out_w(const strix_conv_geom *g, size_t w) { return host->conv_out_w(g, w); }
+
 // ---- entry -------------------------------------------------------------------------------------
 
 static const strix_plugin plugin = {
