@@ -1,5 +1,6 @@
 # Front door. `make run` trains a small GPT, samples from it and explains one of its predictions
-# (explain.svg); `make test` runs the suite.
+# (explain.svg); `make test` runs the suite; `make install PREFIX=/opt/strix` installs the
+# headers, libstrix.a/.so, the strix command, the GPU plugins, strix.pc and the CMake package.
 # Everything is built by CMake in build/ (build-asan/ for the sanitizer run).
 BUILD      ?= build
 JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
@@ -8,14 +9,20 @@ MODEL      ?= model.safetensors
 RUN_STEPS  ?= 5000
 RUN_TIME   ?= 120
 EXPLAIN_PROMPT ?= The Bionic Dog drinks too much and kicks over the Nat
+PREFIX     ?= /usr/local
 
-.PHONY: all build run test test-asan bench clean
+.PHONY: all build run test test-asan bench install clean
 
 all: build
 
 build:
-	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release $(CMAKE_ARGS) >/dev/null
+	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX=$(PREFIX) \
+	    $(CMAKE_ARGS) >/dev/null
 	@cmake --build $(BUILD) -j $(JOBS)
+	@cat $(BUILD)/strix-backends.txt
+
+install: build
+	cmake --install $(BUILD) --prefix $(PREFIX)
 
 run: build
 	./$(BUILD)/strix train --steps $(RUN_STEPS) --time $(RUN_TIME) --out $(MODEL)

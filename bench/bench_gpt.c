@@ -68,7 +68,10 @@ int main(int argc, char **argv) {
 
     strix_backend *be;
     strix_gpt *gpt;
-    if (strix_backend_init(backend, &be) != STRIX_OK) return die("backend");
+    strix_backend_options bopt = {0}; /* the library reads no environment: the bench does */
+    const char *gemm = getenv("STRIX_CUDA_GEMM");
+    if (gemm && strcmp(gemm, "own") == 0) bopt.gpu_gemm = STRIX_GPU_GEMM_OWN;
+    if (strix_backend_init_ex(backend, &bopt, &be) != STRIX_OK) return die("backend");
     if (strix_gpt_new(be, &cfg, &gpt) != STRIX_OK) return die("gpt");
     if (strix_gpt_init_weights(gpt, 1337) != STRIX_OK) return die("init");
     /* constant lr 1e-3 (min_lr = lr, no warmup), clip 1, AdamW with weight decay 0.1 */

@@ -6,10 +6,10 @@
  *
  *  - memory: the caching allocator hands a freed block back for the next request of its class,
  *    free(NULL) is a no-op, copies in all four directions and fill round-trip exactly;
- *  - GEMM, own tiled kernel (STRIX_CUDA_GEMM=own): bit-identical to the "cpu" backend's own kernel
- *    (both sum k ascending from 0, multiply then add) over odd shapes, all transposes, beta 0 (a
- *    NaN-filled C must not leak), beta != 0, k == 0, and the strided batched form with alpha and
- *    padded leading dimensions;
+ *  - GEMM, own tiled kernel (init option STRIX_GPU_GEMM_OWN): bit-identical to the "cpu" backend's
+ *    own kernel (both sum k ascending from 0, multiply then add) over odd shapes, all transposes,
+ *    beta 0 (a NaN-filled C must not leak), beta != 0, k == 0, and the strided batched form with
+ *    alpha and padded leading dimensions;
  *  - GEMM, vendor BLAS (default): the CPU's result to 1e-5 abs + 1e-4 rel, beta 0 never reads C;
  *  - device names: cuda:99 / hip:99 and malformed names are STRIX_ERR_ARG;
  *  - GPT (config A with 2 layers on tinyshakespeare, B 16, T 64, AdamW lr 1e-3, clip 1): 10 steps
@@ -18,7 +18,7 @@
  *  - a checkpoint saved on the GPU after step 5 and resumed on the CPU continues the same curve
  *    (steps 6..10 within 1e-4 of the GPU's and the CPU's uninterrupted runs).
  */
-#define _POSIX_C_SOURCE 200809L /* setenv, getpid */
+#define _POSIX_C_SOURCE 200809L /* getpid */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -50,11 +50,13 @@ static strix_backend *open_named(const char *name) {
     return be;
 }
 
-/* Opens the GPU backend with its GEMM slots on our own tiled kernel. */
+/* Opens the GPU backend with its GEMM slots on our own tiled kernel (init option). */
 static strix_backend *open_own_gemm(const char *name) {
-    setenv("STRIX_CUDA_GEMM", "own", 1);
-    strix_backend *be = open_named(name);
-    unsetenv("STRIX_CUDA_GEMM");
+    strix_backend *be = NULL;
+    strix_backend_options opt = {.gpu_gemm = STRIX_GPU_GEMM_OWN};
+    strix_status s = strix_backend_init_ex(name, &opt, &be);
+    if (s != STRIX_OK) fprintf(stderr, "open %s (own GEMM): %s\n", name, strix_last_error());
+    assert_int_equal(s, STRIX_OK);
     return be;
 }
 

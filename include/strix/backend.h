@@ -31,6 +31,34 @@ extern "C" {
  * for an unknown name or a malformed index. */
 STRIX_API strix_status strix_backend_init(const char *name, strix_backend **out);
 
+/* The GEMM engine of a GPU backend: DEFAULT is the vendor BLAS where the build has one (cuBLAS,
+ * hipBLAS), else our own tiled SGEMM; OWN always uses our kernel (bit-identical to the "cpu"
+ * backend's own GEMM). Append-only. */
+typedef enum strix_gpu_gemm {
+    STRIX_GPU_GEMM_DEFAULT = 0,
+    STRIX_GPU_GEMM_BLAS,
+    STRIX_GPU_GEMM_OWN,
+} strix_gpu_gemm;
+
+/* Options of strix_backend_init_ex. A zero-initialised struct (or NULL) gives the defaults, which
+ * are strix_backend_init's. The library reads no environment variable; the strix command maps
+ * STRIX_CUDA_GEMM=own, STRIX_CUDA_TF32=1 and STRIX_PLUGIN_DIR onto these fields. */
+typedef struct strix_backend_options {
+    strix_gpu_gemm gpu_gemm; /* GPU backends' GEMM engine (CPU backends ignore it) */
+    bool tf32;               /* cuda: let cuBLAS use TF32 tensor cores (default: FP32 math) */
+    const char *plugin_dir;  /* a folder searched first for the GPU plugins libstrix-cuda.so and
+                                libstrix-hip.so (NULL: the default search, registry.c); only the
+                                first load of a plugin looks at it */
+} strix_backend_options;
+
+/* strix_backend_init with options (NULL = defaults). The same names and statuses, plus
+ * STRIX_ERR_ARG for an out-of-range option. A GPU backend comes from its run-time plugin, loaded
+ * on the first request: STRIX_ERR_UNSUPPORTED when the plugin is not found or is of another
+ * strix version, STRIX_ERR_DEVICE when it cannot be loaded (its GPU runtime missing), as well as
+ * when no driver or device is there. src/core/registry.c. */
+STRIX_API strix_status strix_backend_init_ex(const char *name, const strix_backend_options *opt,
+                                             strix_backend **out);
+
 /* Frees the handle. NULL is a no-op. Memory still allocated from it must be freed first. */
 STRIX_API void strix_backend_free(strix_backend *be);
 

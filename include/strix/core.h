@@ -16,6 +16,8 @@
 extern "C" {
 #endif
 
+/* STRIX_API marks the functions libstrix.so exports: the library is compiled with
+ * -fvisibility=hidden, so everything else stays inside it (all exports are named strix_*). */
 #if defined(__GNUC__)
 #define STRIX_API __attribute__((visibility("default")))
 #define STRIX_PRINTF(f, a) __attribute__((format(printf, f, a)))

@@ -1,12 +1,12 @@
 /*
- * backend.c - the backend registry and the public entry points of include/strix/backend.h.
+ * backend.c - the public entry points of include/strix/backend.h (the registry that creates
+ * backends by name is src/core/registry.c).
  *
- * strix_backend_init maps a name to a constructor. Every primitive is a checked call into the
- * vtable: a NULL slot returns STRIX_ERR_UNSUPPORTED naming the backend and the primitive, and is
- * never routed to another backend. Contract violations (NULL handle, k > cols, odd head_dim)
- * hit STRIX_ASSERT. The entry points that only dispatch are generated from
- * src/core/primitives.def (src/core/ops_dispatch.c); this file keeps the memory calls and the
- * strix/backend.h primitives with more checks. This file holds no math.
+ * Every primitive is a checked call into the vtable: a NULL slot returns STRIX_ERR_UNSUPPORTED
+ * naming the backend and the primitive, and is never routed to another backend. Contract
+ * violations (NULL handle, k > cols, odd head_dim) hit STRIX_ASSERT. The entry points that only
+ * dispatch are generated from src/core/primitives.def (src/core/ops_dispatch.c); this file keeps
+ * the memory calls and the strix/backend.h primitives with more checks. It holds no math.
  */
 #include <string.h>
 
@@ -16,83 +16,7 @@
 #include <omp.h>
 #endif
 
-// ---- registry ----------------------------------------------------------------------------------
-
-/* Parses the device index of "cuda", "cuda:N" (likewise hip) after the prefix: 0 when absent, -1
- * when malformed. */
-static int device_index(const char *rest) {
-    if (*rest == '\0') return 0;
-    if (*rest != ':' || rest[1] == '\0') return -1;
-    long v = 0;
-    for (const char *c = rest + 1; *c; c++) {
-        if (*c < '0' || *c > '9' || v > 9999) return -1;
-        v = v * 10 + (*c - '0');
-    }
-    return (int)v;
-}
-
-/* "cuda[:N]" / "hip[:N]": the GPU backend of that vendor when built, else why not. */
-static strix_status gpu_backend_init(const char *name, bool hip, strix_backend **out) {
-    const char *kind = hip ? "hip" : "cuda";
-    int device = device_index(name + strlen(kind));
-    if (device < 0)
-        return strix_error(STRIX_ERR_ARG, "bad backend name '%s' (use %s or %s:N)", name, kind,
-                           kind);
-    if (hip) {
-#ifdef STRIX_HAVE_HIP
-        return strix_hip_backend_create(device, true, out);
-#else
-        return strix_error(STRIX_ERR_UNSUPPORTED,
-                           "strix was built without HIP (configure with -DSTRIX_HIP=ON where "
-                           "hipcc is installed)");
-#endif
-    }
-#ifdef STRIX_HAVE_CUDA
-    return strix_cuda_backend_create(device, false, out);
-#else
-    return strix_error(STRIX_ERR_UNSUPPORTED,
-                       "strix was built without CUDA (configure with -DSTRIX_CUDA=ON where nvcc "
-                       "is installed)");
-#endif
-}
-
-strix_status strix_backend_init(const char *name, strix_backend **out) {
-    STRIX_ASSERT(out != NULL, "backend_init: NULL out");
-    *out = NULL;
-    if (name == NULL) return strix_error(STRIX_ERR_ARG, "backend name is NULL");
-    if (strcmp(name, "cpu") == 0) return strix_cpu_backend_create(false, out);
-    if (strcmp(name, "cpu-blas") == 0) {
-#ifdef STRIX_HAVE_BLAS
-        return strix_cpu_backend_create(true, out);
-#else
-        return strix_error(STRIX_ERR_UNSUPPORTED,
-                           "backend cpu-blas: strix was built without OpenBLAS (STRIX_BLAS=OFF)");
-#endif
-    }
-    if (strncmp(name, "cuda", 4) == 0 && (name[4] == '\0' || name[4] == ':'))
-        return gpu_backend_init(name, false, out);
-    if (strncmp(name, "hip", 3) == 0 && (name[3] == '\0' || name[3] == ':'))
-        return gpu_backend_init(name, true, out);
-    return strix_error(STRIX_ERR_ARG,
-                       "unknown backend '%s' (known: cpu, cpu-blas, cuda[:N], hip[:N])", name);
-}
-
-bool strix_gpu_memory_stats(const strix_backend *be, strix_gpu_memstats *out) {
-    memset(out, 0, sizeof *out);
-#ifdef STRIX_HAVE_CUDA
-    if (be->device == STRIX_DEVICE_CUDA) {
-        strix_cuda_memory_stats(be, out);
-        return true;
-    }
-#endif
-#ifdef STRIX_HAVE_HIP
-    if (be->device == STRIX_DEVICE_HIP) {
-        strix_hip_memory_stats(be, out);
-        return true;
-    }
-#endif
-    return false;
-}
+// ---- handle ------------------------------------------------------------------------------------
 
 void strix_backend_free(strix_backend *be) {
     if (be) be->vt->destroy(be);

@@ -97,13 +97,15 @@ strix_status strix_rl_check_actions(const float *actions, size_t count, size_t r
 strix_status strix_cpu_backend_create(bool use_blas, strix_backend **out);
 
 /* The GPU backends (src/backends/cuda/, compiled by nvcc for CUDA and by hipcc for HIP; C
- * linkage). `device` is the device index; `hip` says which vendor the caller asks for and must
- * match the build of the function (strix_cuda_: false, strix_hip_: true), else
- * STRIX_ERR_UNSUPPORTED. STRIX_ERR_DEVICE when the machine has no such GPU or its runtime fails,
- * STRIX_ERR_ARG for a device index out of range, STRIX_ERR_ALLOC. Defined only in builds with
- * STRIX_HAVE_CUDA / STRIX_HAVE_HIP. */
-strix_status strix_cuda_backend_create(int device, bool hip, strix_backend **out);
-strix_status strix_hip_backend_create(int device, bool hip, strix_backend **out);
+ * linkage), each built into its run-time plugin (src/core/plugin.h, plugin.c) and in tests/gpu_emu.
+ * `device` is the device index; `hip` says which vendor the caller asks for and must match the
+ * build of the function (strix_cuda_: false, strix_hip_: true), else STRIX_ERR_UNSUPPORTED; `opt`
+ * the init options (NULL = defaults). STRIX_ERR_DEVICE when the machine has no such GPU or its
+ * runtime fails, STRIX_ERR_ARG for a device index out of range, STRIX_ERR_ALLOC. */
+strix_status strix_cuda_backend_create(int device, bool hip, const strix_backend_options *opt,
+                                       strix_backend **out);
+strix_status strix_hip_backend_create(int device, bool hip, const strix_backend_options *opt,
+                                      strix_backend **out);
 
 /* What a GPU backend's caching allocator holds: bytes taken from the device (reserved), bytes
  * handed out (in_use), device allocations made so far (device_mallocs; it stops growing once a
@@ -113,7 +115,8 @@ typedef struct strix_gpu_memstats {
 } strix_gpu_memstats;
 void strix_cuda_memory_stats(const strix_backend *be, strix_gpu_memstats *out);
 void strix_hip_memory_stats(const strix_backend *be, strix_gpu_memstats *out);
-/* The stats of any backend: false (and zeros) for a CPU backend (src/core/backend.c). */
+/* The stats of any backend: false (and zeros) for a CPU backend and for a GPU backend that did
+ * not come from a plugin (src/core/registry.c). */
 bool strix_gpu_memory_stats(const strix_backend *be, strix_gpu_memstats *out);
 
 #ifdef STRIX_HAVE_BLAS

@@ -66,13 +66,15 @@ hipError_t hipStreamDestroy(hipStream_t stream) {
     return hipSuccess;
 }
 
-extern "C" strix_status strix_emu_backend_create(int device, bool hip, strix_backend **out);
+extern "C" strix_status strix_emu_backend_create(int device, bool hip,
+                                                 const strix_backend_options *opt,
+                                                 strix_backend **out);
 
 /* strix_backend_init with "hip" opening the emulated backend (test_ops is compiled with
  * -Dstrix_backend_init=emu_backend_init). */
 extern "C" strix_status emu_backend_init(const char *name, strix_backend **out) {
     if (name && strcmp(name, "hip") == 0) {
-        strix_status s = strix_emu_backend_create(0, true, out);
+        strix_status s = strix_emu_backend_create(0, true, NULL, out);
         if (s == STRIX_OK) (*out)->name = "hip-emu";
         return s;
     }

@@ -1,10 +1,12 @@
 /*
- * tool.c - the helpers of tool.h that the subcommands share: the error line, the clock, and a
- * checkpoint's model on a backend (sample, explain).
+ * tool.c - the helpers of tool.h that the subcommands share: the error line, the clock, the
+ * backend options from the environment, and a checkpoint's model on a backend (sample, explain).
  */
 #define _POSIX_C_SOURCE 200809L
 
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "strix/backend.h"
@@ -22,9 +24,20 @@ double tool_now(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+strix_status tool_backend_init(const char *name, strix_backend **out) {
+    strix_backend_options opt = {0};
+    const char *gemm = getenv("STRIX_CUDA_GEMM");
+    if (gemm && strcmp(gemm, "own") == 0) opt.gpu_gemm = STRIX_GPU_GEMM_OWN;
+    if (gemm && strcmp(gemm, "blas") == 0) opt.gpu_gemm = STRIX_GPU_GEMM_BLAS;
+    const char *tf32 = getenv("STRIX_CUDA_TF32");
+    opt.tf32 = tf32 && strcmp(tf32, "1") == 0;
+    opt.plugin_dir = getenv("STRIX_PLUGIN_DIR");
+    return strix_backend_init_ex(name, &opt, out);
+}
+
 strix_status tool_model_load(tool_model *m, const char *backend, int threads) {
     strix_set_num_threads(threads);
-    strix_status s = strix_backend_init(backend, &m->be);
+    strix_status s = tool_backend_init(backend, &m->be);
     if (s != STRIX_OK) { /* name the backend in the one-line error */
         char why[256];
         snprintf(why, sizeof why, "%s", strix_last_error());

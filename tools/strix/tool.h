@@ -25,6 +25,12 @@ int tool_fail(strix_status s);
 /* Seconds on a monotonic clock. */
 double tool_now(void);
 
+/* strix_backend_init_ex with the backend options the environment asks for: STRIX_CUDA_GEMM=own
+ * (the GPU backends' own SGEMM; =blas the vendor BLAS), STRIX_CUDA_TF32=1 (TF32 in cuBLAS) and
+ * STRIX_PLUGIN_DIR (a folder searched first for the GPU plugins). The library itself reads no
+ * environment; this is where the command does. Statuses of strix_backend_init_ex. */
+strix_status tool_backend_init(const char *name, strix_backend **out);
+
 /* The model of a subcommand that reads a checkpoint (sample, explain). Zero-initialise it, open
  * the checkpoint into ck (strix_checkpoint_open), then tool_model_load. */
 typedef struct tool_model {

@@ -619,7 +619,7 @@ static int lock_out(run *r) {
  * checkpoint's backend unless --backend names another. Records it for the next checkpoint. */
 static int setup_backend(run *r, const train_flags *f, const char *name) {
     strix_set_num_threads(f->threads);
-    strix_status s = strix_backend_init(name, &r->be);
+    strix_status s = tool_backend_init(name, &r->be);
     if (s != STRIX_OK) {
         fprintf(stderr, "strix: backend %s: %s\n", name, strix_last_error());
         return 1;

@@ -105,6 +105,11 @@ strix_status cpu_gemm_reserve(cpu_context *ctx, int threads, size_t k) {
     return STRIX_OK;
 }
 
+/* The one getenv left in the library, on purpose: OMP_WAIT_POLICY is not a strix option but the
+ * OpenMP runtime's own setting, which libgomp reads from this variable at program start (its
+ * only interface: omp.h has no query for it). Reading the same variable tells the backend how
+ * the runtime's threads actually wait; an init option could only disagree with the runtime.
+ * It changes which loops go parallel, never a result. */
 size_t cpu_region_cost_factor(void) {
     static int passive = -1; /* computed once; a racing second computation gives the same */
     if (passive < 0) {

@@ -308,21 +308,19 @@ static const struct strix_backend_i cuda_vtable = {
 #include "core/primitives.def"
 };
 
-/* Creates the stream and BLAS handle of a fresh context on its device. */
-static strix_status context_open(cuda_context *ctx) {
+/* Creates the stream and BLAS handle of a fresh context on its device, with the GEMM engine and
+ * math mode of the init options (never the environment: the command passes those on). */
+static strix_status context_open(cuda_context *ctx, const strix_backend_options *opt) {
     CUDA_TRY(cudaSetDevice(ctx->device));
     CUDA_TRY(cudaStreamCreateWithFlags(&ctx->stream, cudaStreamNonBlocking));
-    const char *gemm = getenv("STRIX_CUDA_GEMM");
-    ctx->own_gemm = !STRIX_GPU_HAVE_BLAS || (gemm && strcmp(gemm, "own") == 0);
+    ctx->own_gemm = !STRIX_GPU_HAVE_BLAS || opt->gpu_gemm == STRIX_GPU_GEMM_OWN;
 #if STRIX_GPU_HAVE_BLAS
     STRIX_TRY(cuda_blas_check(cublasCreate(&ctx->blas), "cublasCreate"));
     STRIX_TRY(cuda_blas_check(cublasSetStream(ctx->blas, ctx->stream), "cublasSetStream"));
 #ifndef STRIX_HIP_BUILD
     /* FP32 products and sums (TF32 only on request). */
-    const char *tf32 = getenv("STRIX_CUDA_TF32");
-    bool use_tf32 = tf32 && strcmp(tf32, "1") == 0;
     STRIX_TRY(cuda_blas_check(
-        cublasSetMathMode(ctx->blas, use_tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH),
+        cublasSetMathMode(ctx->blas, opt->tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH),
         "cublasSetMathMode"));
 #endif
     /* No atomics in the BLAS either: results reproduce run to run. */
@@ -332,8 +330,12 @@ static strix_status context_open(cuda_context *ctx) {
     return STRIX_OK;
 }
 
-extern "C" strix_status strix_cuda_backend_create(int device, bool hip, strix_backend **out) {
+extern "C" strix_status strix_cuda_backend_create(int device, bool hip,
+                                                  const strix_backend_options *opt,
+                                                  strix_backend **out) {
     *out = NULL;
+    const strix_backend_options defaults = {};
+    if (opt == NULL) opt = &defaults;
 #ifdef STRIX_HIP_BUILD
     const bool is_hip = true;
     const char *kind = "hip";
@@ -344,6 +346,9 @@ extern "C" strix_status strix_cuda_backend_create(int device, bool hip, strix_ba
     if (hip != is_hip)
         return strix_error(STRIX_ERR_UNSUPPORTED, "%s backend asked of the %s build",
                            hip ? "hip" : "cuda", kind);
+    if (opt->gpu_gemm == STRIX_GPU_GEMM_BLAS && !STRIX_GPU_HAVE_BLAS)
+        return strix_error(STRIX_ERR_UNSUPPORTED, "%s: this build has no vendor BLAS (hipBLAS "
+                           "was not found): its GEMM is our own kernel", kind);
     int count = 0;
     cudaError_t err = cudaGetDeviceCount(&count);
     if (err != cudaSuccess || count == 0) {
@@ -373,7 +378,7 @@ extern "C" strix_status strix_cuda_backend_create(int device, bool hip, strix_ba
     be->device = is_hip ? STRIX_DEVICE_HIP : STRIX_DEVICE_CUDA;
     be->ctx = ctx;
     live_grow(ctx);
-    strix_status s = ctx->live ? context_open(ctx)
+    strix_status s = ctx->live ? context_open(ctx, opt)
                                : strix_error(STRIX_ERR_ALLOC, "%s: no host memory", kind);
     if (s != STRIX_OK) {
         cuda_destroy(be);

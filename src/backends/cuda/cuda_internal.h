@@ -49,7 +49,7 @@ strix_status cuda_check(cudaError_t err, const char *call);
 
 #if STRIX_GPU_HAVE_BLAS
 /* The backend's cuBLAS (hipBLAS) handle, bound to its stream; FP32 math (TF32 only with
- * STRIX_CUDA_TF32=1), atomics not allowed. */
+ * the init option tf32), atomics not allowed. */
 cublasHandle_t cuda_blas(const strix_backend *be);
 
 /* Checks a cuBLAS (hipBLAS) status: STRIX_ERR_DEVICE naming the call. */
@@ -57,8 +57,8 @@ strix_status cuda_blas_check(cublasStatus_t st, const char *call);
 #endif
 
 /* True when the GEMM slots use our own tiled kernel (gemm.cu) rather than the vendor BLAS: no
- * BLAS in this build (HIP without hipBLAS), or STRIX_CUDA_GEMM=own in the environment when the
- * backend was created. */
+ * BLAS in this build (HIP without hipBLAS), or the init option gpu_gemm = STRIX_GPU_GEMM_OWN
+ * (the strix command sets it for STRIX_CUDA_GEMM=own). */
 bool cuda_own_gemm(const strix_backend *be);
 
 /* A device scratch buffer of at least `bytes`, owned by the backend and reused by the next call
