@@ -1,19 +1,10 @@
 /*
  * ops_cnn.c - the hand-written entry points of include/strix/ops/cnn.h: the convolution, pooling
  * and group-norm primitives with more checks than a dispatch (the others are generated from
- * src/core/primitives.def in src/core/ops_dispatch.c), and the output-size helpers. No math here.
+ * src/core/primitives.def in src/core/ops_dispatch.c). No math here; the output-size helpers are in
+ * src/core/backend_shared.c.
  */
 #include "core/backend_impl.h"
-
-size_t strix_conv_out_h(const strix_conv_geom *g, size_t h) {
-    if (g->stride_h == 0 || h + 2 * g->pad_h < g->kh) return 0;
-    return (h + 2 * g->pad_h - g->kh) / g->stride_h + 1;
-}
-
-size_t strix_conv_out_w(const strix_conv_geom *g, size_t w) {
-    if (g->stride_w == 0 || w + 2 * g->pad_w < g->kw) return 0;
-    return (w + 2 * g->pad_w - g->kw) / g->stride_w + 1;
-}
 
 strix_status strix_im2col(strix_backend *be, const float *in, float *col, size_t n, size_t c,
                           size_t h, size_t w, const strix_conv_geom *g) {

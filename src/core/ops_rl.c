@@ -1,11 +1,9 @@
 /*
  * ops_rl.c - the hand-written entry points of include/strix/ops/rl.h: strix_rl_rows (op and slot
- * checks) and the action check the backends share; the tanh-Gaussian entry points are generated
+ * checks); the tanh-Gaussian entry points are generated
  * from src/core/primitives.def (src/core/ops_dispatch.c). No math here.
  */
 #include "core/backend_impl.h"
-
-#include <math.h>
 
 /* Slots each op reads and writes (bit i = in[i] / out[i]); 0 for an unknown op. */
 static void rl_slots(strix_rl_op op, unsigned *ins, unsigned *outs) {
@@ -20,17 +18,6 @@ static void rl_slots(strix_rl_op op, unsigned *ins, unsigned *outs) {
     case STRIX_RL_POLYAK_BLEND: *ins = 0x3, *outs = 0x1; return;
     }
     *ins = *outs = 0;
-}
-
-strix_status strix_rl_check_actions(const float *actions, size_t count, size_t row0, size_t cols) {
-    for (size_t k = 0; k < count; k++) {
-        float action = actions[k];
-        if (!(action >= 0.0f && action < (float)cols && action == floorf(action)))
-            return strix_error(STRIX_ERR_ARG,
-                               "rl_rows: action %g of row %zu is not an integer in [0, %zu)",
-                               (double)action, row0 + k, cols);
-    }
-    return STRIX_OK;
 }
 
 /* Checks the op and, for a non-empty call, every slot it uses; the actions are the backend's

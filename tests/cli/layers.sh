@@ -150,7 +150,7 @@ if [ -z "$BUILD_DIR" ] && [ -n "${STRIX:-}" ]; then
     while [ "$d" != "/" ] && [ ! -f "$d/CMakeCache.txt" ]; do d=$(dirname "$d"); done
     [ -f "$d/CMakeCache.txt" ] && BUILD_DIR=$d
 fi
-OBJDIR=${BUILD_DIR:+$BUILD_DIR/CMakeFiles/strix.dir}
+OBJDIR=${BUILD_DIR:+$BUILD_DIR/CMakeFiles/strix_objs.dir}
 if [ -n "$OBJDIR" ] && [ -d "$OBJDIR/src" ] && command -v nm >/dev/null; then
     nobj=$(list_symbols "$OBJDIR" "$ROOT" | awk '{print $2}' | sort -u | wc -l)
     out=$(check_calls "$OBJDIR" "$ROOT" "$ALLOW")
