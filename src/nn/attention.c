@@ -73,9 +73,10 @@ static void vt_destroy(strix_module *m) {
     strix_module_free(&a->c_proj->base);
     strix_free(a->base.be, a->rope_cos);
     strix_free(a->base.be, a->rope_sin);
-    strix_tensor *ts[] = {&a->work->att,   &a->work->y,     &a->work->datt,    &a->work->dqkv,  &a->work->kv_cache,
-                          &a->work->dec_att, &a->work->lrp_w, &a->work->lrp_qkv, &a->work->lrp_raw, &a->work->lrp_p,
-                          &a->work->lrp_s, &a->work->lrp_x, &a->work->lrp_rope};
+    struct strix_attention_work *w = a->work;
+    strix_tensor *ts[] = {&w->att,     &w->y,     &w->datt,    &w->dqkv,    &w->kv_cache,
+                          &w->dec_att, &w->lrp_w, &w->lrp_qkv, &w->lrp_raw, &w->lrp_p,
+                          &w->lrp_s,   &w->lrp_x, &w->lrp_rope};
     for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) strix_tensor_free(ts[i]);
     free(a->work);
     free(a);
@@ -351,7 +352,8 @@ static strix_status rope_relevance(strix_attention *m, float *g, float eps) {
             STRIX_TRY(strix_copy_2d(be, xs, hs, raw + col, ld, rows, hs));
             STRIX_TRY(strix_copy_2d(be, ys, hs, qkv + col, ld, rows, hs));
             STRIX_TRY(strix_copy_2d(be, rs, hs, g + col, ld, rows, hs));
-            STRIX_TRY(strix_lrp_rope(be, xs, ys, rs, cs, sn, rs, rows, (size_t)m->work->T, hs, eps));
+            STRIX_TRY(strix_lrp_rope(be, xs, ys, rs, cs, sn, rs, rows, (size_t)m->work->T, hs,
+                                     eps));
             STRIX_TRY(strix_copy_2d(be, g + col, ld, rs, hs, rows, hs));
         }
     }
@@ -388,9 +390,11 @@ strix_status strix_attention_relevance(strix_attention *m, const strix_tensor *r
     STRIX_TRY(strix_tensor_ensure(be, &m->work->lrp_p, 3, tshape));
     STRIX_TRY(strix_tensor_ensure(be, &m->work->lrp_s, 3, tshape));
     STRIX_TRY(strix_tensor_ensure(be, &m->work->lrp_x, 3, tshape));
-    STRIX_TRY(strix_tensor_ensure(be, &m->work->lrp_qkv, m->c_attn->out.ndim, m->c_attn->out.shape));
+    STRIX_TRY(strix_tensor_ensure(be, &m->work->lrp_qkv, m->c_attn->out.ndim,
+                                  m->c_attn->out.shape));
     const float *qkv = m->c_attn->out.data; /* q, k rotated when RoPE is on */
-    float *g = m->work->lrp_qkv.data, *rp = m->work->lrp_p.data, *s = m->work->lrp_s.data, *x = m->work->lrp_x.data;
+    float *g = m->work->lrp_qkv.data, *rp = m->work->lrp_p.data, *s = m->work->lrp_s.data;
+    float *x = m->work->lrp_x.data;
     for (size_t h = 0; h < NH; h++) {
         size_t hs = (size_t)m->head_size[h], off = (size_t)m->head_off[h];
         const float *att = m->work->att.data + h * tt;
@@ -465,7 +469,8 @@ static strix_status decode_step(strix_attention *m, strix_tensor *kv_cache, stri
         return strix_error(STRIX_ERR_ARG, "attention decode: position %d outside [0, %d)", pos,
                            m->block_size);
     strix_backend *be = m->base.be;
-    m->work->B = 0; /* the step overwrites the forward's buffers: no backward until the next forward */
+    m->work->B = 0; /* the step overwrites the forward's buffers: no backward until the next
+                     * forward */
     size_t C = (size_t)m->C, n = (size_t)pos + 1, bs = (size_t)m->block_size;
     const strix_tensor *qkv_t;
     STRIX_TRY(strix_linear_forward(m->c_attn, x, &qkv_t));
