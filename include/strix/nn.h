@@ -1,8 +1,10 @@
 /*
  * strix/nn.h - neural-network modules: Linear, Embedding, LayerNorm, causal multi-head
  * self-attention (uniform or heterogeneous heads, optional RoPE, KV-cache decoding), MLP and the
- * pre-norm TransformerBlock. Each module is a small struct with typed functions; float->float
- * modules also expose a generic vtable (struct strix_module_i) so containers can chain them.
+ * pre-norm TransformerBlock. Each module is a small struct with typed functions and a generic
+ * vtable (struct strix_module_i) so containers and explainers can chain them: the one-tensor
+ * calls (strix_module_forward) are the shorthand of the general form (strix_module_io: several
+ * inputs/outputs, int32 ids, a mask, a state object such as a KV cache).
  *
  * Contracts shared by every module:
  *   - Parameters are declared at construction into a strix_params block under PyTorch-style dotted
