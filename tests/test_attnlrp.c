@@ -211,8 +211,10 @@ static void check_mha_file(strix_backend *be, const char *file, bool rope) {
         snprintf(label, sizeof label, "%s r.%s", file, CFGS[c].name);
         bad += !check_rel_backend(be, label, r_in->data, want->data, want->count);
         const tl_array *rqkv = find2(&gf, "rqkv", CFGS[c].name);
-        bad += !check_rel_backend(be, "rqkv", mm.attn->lrp_qkv.data, rqkv->data, rqkv->count);
-        float gap = (float)mm.attn->lrp_softmax_gap, want_gap = scalar2(&gf, "gap", CFGS[c].name);
+        bad += !check_rel_backend(be, "rqkv", strix_attention_relevance_qkv(mm.attn)->data,
+                                  rqkv->data, rqkv->count);
+        float gap = (float)strix_attention_softmax_gap(mm.attn);
+        float want_gap = scalar2(&gf, "gap", CFGS[c].name);
         bad += !check_rel("softmax gap", &gap, &want_gap, 1);
         if (c == 0) {
             const tl_array *lg = need(&gf, "logits");
@@ -426,7 +428,7 @@ static strix_tensor random_tensor(strix_backend *be, int ndim, const int64_t *sh
 /* Epsilon with the bias out of the denominator and a tiny eps conserves through the MLP exactly
  * (the activation passes relevance on, each Linear conserves); the attention and the block lose
  * only what the softmax rule does not conserve (the bilinear rule and the residual splits
- * conserve), measured as lrp_softmax_gap; the gap itself is nonzero. */
+ * conserve), measured as strix_attention_softmax_gap; the gap itself is nonzero. */
 static void test_conservation_modules(void **state) {
     strix_backend *be = *state;
     strix_params ps;
@@ -455,11 +457,11 @@ static void test_conservation_modules(void **state) {
     double mlp_err = conservation(host_sum(be, ri->data, n), out, 0.0);
     // the attention alone
     OK(strix_attention_relevance(blk->attn, &r, &ri));
-    double gap_a = blk->attn->lrp_softmax_gap;
+    double gap_a = strix_attention_softmax_gap(blk->attn);
     double attn_err = conservation(host_sum(be, ri->data, n), out, gap_a);
     // the block
     OK(strix_block_relevance(blk, &r, &ri));
-    double gap_b = blk->attn->lrp_softmax_gap;
+    double gap_b = strix_attention_softmax_gap(blk->attn);
     double blk_err = conservation(host_sum(be, ri->data, n), out, gap_b);
     print_message("    relative conservation error: MLP %.2e, attention %.2e (gap %.4f of %.4f), "
                   "block %.2e (gap %.4f)\n", mlp_err, attn_err, gap_a, out, blk_err, gap_b);

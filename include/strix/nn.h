@@ -1,8 +1,10 @@
 /*
  * strix/nn.h - neural-network modules: Linear, Embedding, LayerNorm, causal multi-head
  * self-attention (uniform or heterogeneous heads, optional RoPE, KV-cache decoding), MLP and the
- * pre-norm TransformerBlock. Each module is a small struct with typed functions; float->float
- * modules also expose a generic vtable (struct strix_module_i) so containers can chain them.
+ * pre-norm TransformerBlock. Each module is a small struct with typed functions and a generic
+ * vtable (struct strix_module_i) so containers and explainers can chain them: the one-tensor
+ * calls (strix_module_forward) are the shorthand of the general form (strix_module_io: several
+ * inputs/outputs, int32 ids, a mask, a state object such as a KV cache).
  *
  * Contracts shared by every module:
  *   - Parameters are declared at construction into a strix_params block under PyTorch-style dotted
@@ -325,22 +327,9 @@ typedef struct strix_attention {
     strix_linear *c_attn, *c_proj;
     float *rope_cos, *rope_sin;          /* backend: per head (block_size, hs/2), at rope_off */
     size_t rope_off[STRIX_ATTN_MAX_HEADS];
-    int B, T;                            /* shape of the last forward */
-    strix_tensor att;                    /* (NH, B, T, T) probabilities */
-    strix_tensor y;                      /* (B,T,C) head outputs before c_proj */
-    strix_tensor datt;                   /* (NH, B, T, T) */
-    strix_tensor dqkv;                   /* (B,T,3C) */
-    strix_tensor kv_cache;               /* (block_size, 3C): rows of rotated qkv (decode) */
-    strix_tensor dec_att;                /* (NH, block_size) decode scores/probabilities */
-    /* relevance scratch (strix_attention_relevance) */
-    strix_tensor lrp_w;                  /* (B,T,C) r_y/stab(2y), the P·V bilinear weights */
-    strix_tensor lrp_qkv;                /* (B,T,3C) relevance of q|k|v */
-    strix_tensor lrp_raw;                /* (B,T,3C) c_attn output before RoPE (RoPE only) */
-    strix_tensor lrp_p, lrp_s, lrp_x;    /* (B,T,T) one head: r of P then of the scores; q·kᵀ;
-                                          * scale·q·kᵀ masked with -inf */
-    strix_tensor lrp_rope;               /* (3, B·T, max hs) contiguous head slices for lrp_rope */
-    double lrp_softmax_gap;              /* Σ r_P − Σ r_scores over heads: what the softmax
-                                          * rule did not conserve in the last relevance pass */
+    /* Opaque: the caches of the last forward (for backward and relevance), the module's own KV
+     * cache and the relevance scratch (src/nn/attention.c); see the accessors below. */
+    struct strix_attention_work *work;
 } strix_attention;
 
 /* Declares `<prefix>.c_attn.*` and `<prefix>.c_proj.*` and builds the RoPE tables. STRIX_ERR_ARG
@@ -364,9 +353,16 @@ STRIX_API strix_status strix_attention_backward(strix_attention *m, const strix_
  * is on, and c_attn by its rule. The bilinear rule runs in its gradient×input form on the head
  * slices in place (lrp_stabilized_divide, then the backward's GEMMs, times the operands): the
  * formula of strix_lrp_bilinear_matmul. Every epsilon inside is m->base.rule.epsilon. Records
- * lrp_softmax_gap. STRIX_ERR_ARG without a forward since the last decode step. */
+ * the softmax gap (strix_attention_softmax_gap). STRIX_ERR_ARG without a forward since the last
+ * decode step. */
 STRIX_API strix_status strix_attention_relevance(strix_attention *m, const strix_tensor *r_out,
                                                  const strix_tensor **r_in);
+/* The relevance of q|k|v (B,T,3C) from the last strix_attention_relevance (the module's buffer,
+ * valid until its next relevance call). */
+STRIX_API const strix_tensor *strix_attention_relevance_qkv(const strix_attention *m);
+/* Σ r_P − Σ r_scores over the heads of the last relevance pass: the relevance the softmax rule
+ * did not conserve. */
+STRIX_API double strix_attention_softmax_gap(const strix_attention *m);
 /* One decoding step for batch 1: x (1,C) is the token at position `pos` (< block_size); its
  * rotated k,v are stored in the cache row `pos`, and the query attends over cache rows 0..pos.
  * Rows < pos must come from earlier calls (the caller resets by starting again at pos 0).

@@ -23,6 +23,27 @@
 #include "nn/rules_internal.h"
 #include "nn_internal.h"
 
+/* The caches and scratch of one attention module (strix_attention.work): what forward keeps for
+ * backward and relevance, the decode buffers of the module's own KV cache, relevance scratch.
+ * Private to this file; callers see the results through strix_attention_relevance_qkv and
+ * strix_attention_softmax_gap. */
+struct strix_attention_work {
+    int B, T;                            /* shape of the last forward; B 0 after a decode step */
+    strix_tensor att;                    /* (NH, B, T, T) probabilities */
+    strix_tensor y;                      /* (B,T,C) head outputs before c_proj */
+    strix_tensor datt;                   /* (NH, B, T, T) */
+    strix_tensor dqkv;                   /* (B,T,3C) */
+    strix_tensor kv_cache;               /* (block_size, 3C): rows of rotated qkv (decode) */
+    strix_tensor dec_att;                /* (NH, block_size) decode scores/probabilities */
+    strix_tensor lrp_w;                  /* (B,T,C) r_y/stab(2y), the P·V bilinear weights */
+    strix_tensor lrp_qkv;                /* (B,T,3C) relevance of q|k|v */
+    strix_tensor lrp_raw;                /* (B,T,3C) c_attn output before RoPE (RoPE only) */
+    strix_tensor lrp_p, lrp_s, lrp_x;    /* (B,T,T) one head: r of P then of the scores; q·kᵀ;
+                                          * scale·q·kᵀ masked with -inf */
+    strix_tensor lrp_rope;               /* (3, B·T, max hs) contiguous head slices for lrp_rope */
+    double lrp_softmax_gap;              /* Σ r_P − Σ r_scores over heads in the last relevance */
+};
+
 static strix_status vt_forward(strix_module *m, const strix_tensor *x, const strix_tensor **y) {
     return strix_attention_forward((strix_attention *)m, x, y);
 }
@@ -52,10 +73,12 @@ static void vt_destroy(strix_module *m) {
     strix_module_free(&a->c_proj->base);
     strix_free(a->base.be, a->rope_cos);
     strix_free(a->base.be, a->rope_sin);
-    strix_tensor *ts[] = {&a->att,   &a->y,     &a->datt,    &a->dqkv,  &a->kv_cache,
-                          &a->dec_att, &a->lrp_w, &a->lrp_qkv, &a->lrp_raw, &a->lrp_p,
-                          &a->lrp_s, &a->lrp_x, &a->lrp_rope};
+    struct strix_attention_work *w = a->work;
+    strix_tensor *ts[] = {&w->att,     &w->y,     &w->datt,    &w->dqkv,    &w->kv_cache,
+                          &w->dec_att, &w->lrp_w, &w->lrp_qkv, &w->lrp_raw, &w->lrp_p,
+                          &w->lrp_s,   &w->lrp_x, &w->lrp_rope};
     for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) strix_tensor_free(ts[i]);
+    free(a->work);
     free(a);
 }
 /* The general form (KV-cache states) is at the end of the file. */
@@ -145,7 +168,11 @@ strix_status strix_attention_new(strix_params *ps, const char *prefix,
                            (double)cfg->rope_base);
     char name[STRIX_PARAM_NAME_MAX];
     strix_attention *m = calloc(1, sizeof *m);
-    if (!m) return NN_ALLOC_FAIL("attention");
+    if (m) m->work = calloc(1, sizeof *m->work);
+    if (!m || !m->work) {
+        free(m);
+        return NN_ALLOC_FAIL("attention");
+    }
     m->base.vt = &attention_vt;
     m->base.be = ps->be;
     m->C = cfg->d_model;
@@ -170,6 +197,7 @@ strix_status strix_attention_new(strix_params *ps, const char *prefix,
         if (m->c_proj) strix_module_free(&m->c_proj->base);
         strix_free(ps->be, m->rope_cos);
         strix_free(ps->be, m->rope_sin);
+        free(m->work);
         free(m);
         return s;
     }
@@ -204,20 +232,20 @@ strix_status strix_attention_forward(strix_attention *m, const strix_tensor *x,
                            m->block_size, m->C);
     strix_backend *be = m->base.be;
     size_t B = (size_t)x->shape[0], T = (size_t)x->shape[1], C = (size_t)m->C, NH = (size_t)m->NH;
-    m->B = (int)B;
-    m->T = (int)T;
+    m->work->B = (int)B;
+    m->work->T = (int)T;
     const strix_tensor *qkv_t;
     STRIX_TRY(strix_linear_forward(m->c_attn, x, &qkv_t));
     float *qkv = qkv_t->data;
     if (m->rope) STRIX_TRY(rope_qk(m, qkv, B * T, T, 0, false));
 
     int64_t att_shape[4] = {(int64_t)NH, (int64_t)B, (int64_t)T, (int64_t)T};
-    STRIX_TRY(strix_tensor_ensure(be, &m->att, 4, att_shape));
-    STRIX_TRY(nn_ensure_like(be, &m->y, x, (int64_t)C));
-    if (B == 0) return strix_linear_forward(m->c_proj, &m->y, y);
+    STRIX_TRY(strix_tensor_ensure(be, &m->work->att, 4, att_shape));
+    STRIX_TRY(nn_ensure_like(be, &m->work->y, x, (int64_t)C));
+    if (B == 0) return strix_linear_forward(m->c_proj, &m->work->y, y);
     for (size_t h = 0; h < NH; h++) {
         size_t hs = (size_t)m->head_size[h], off = (size_t)m->head_off[h];
-        float *att = m->att.data + h * B * T * T;
+        float *att = m->work->att.data + h * B * T * T;
         // scores (T,T) = q_h · k_hᵀ for each b
         strix_gemm_batch s = {
             .a = qkv + off, .lda = 3 * C, .stride_a = T * 3 * C, .ta = false,
@@ -231,31 +259,31 @@ strix_status strix_attention_forward(strix_attention *m, const strix_tensor *x,
         strix_gemm_batch o = {
             .a = att, .lda = T, .stride_a = T * T, .ta = false,
             .b = qkv + 2 * C + off, .ldb = 3 * C, .stride_b = T * 3 * C, .tb = false,
-            .c = m->y.data + off, .ldc = C, .stride_c = T * C,
+            .c = m->work->y.data + off, .ldc = C, .stride_c = T * C,
             .m = T, .k = T, .n = hs, .batch = B, .alpha = 1.0f, .beta = 0.0f,
             .skip = STRIX_GEMM_A_LOWER};
         STRIX_TRY(strix_gemm_batched(be, &o));
     }
-    return strix_linear_forward(m->c_proj, &m->y, y);
+    return strix_linear_forward(m->c_proj, &m->work->y, y);
 }
 
 strix_status strix_attention_backward(strix_attention *m, const strix_tensor *dy,
                                       const strix_tensor **dx) {
     strix_backend *be = m->base.be;
-    if (m->B <= 0)
+    if (m->work->B <= 0)
         return strix_error(STRIX_ERR_ARG, "attention backward: needs a forward first (a decode "
                                           "step overwrites the forward's buffers)");
-    size_t B = (size_t)m->B, T = (size_t)m->T, C = (size_t)m->C, NH = (size_t)m->NH;
+    size_t B = (size_t)m->work->B, T = (size_t)m->work->T, C = (size_t)m->C, NH = (size_t)m->NH;
     const strix_tensor *dyh_t;
     STRIX_TRY(strix_linear_backward(m->c_proj, dy, &dyh_t));
     const float *dyh = dyh_t->data, *qkv = m->c_attn->out.data;
-    STRIX_TRY(strix_tensor_ensure(be, &m->datt, 4, m->att.shape));
-    STRIX_TRY(strix_tensor_ensure(be, &m->dqkv, 3, m->c_attn->out.shape));
-    float *dqkv = m->dqkv.data;
+    STRIX_TRY(strix_tensor_ensure(be, &m->work->datt, 4, m->work->att.shape));
+    STRIX_TRY(strix_tensor_ensure(be, &m->work->dqkv, 3, m->c_attn->out.shape));
+    float *dqkv = m->work->dqkv.data;
     for (size_t h = 0; h < NH && B > 0; h++) {
         size_t hs = (size_t)m->head_size[h], off = (size_t)m->head_off[h];
-        const float *att = m->att.data + h * B * T * T;
-        float *datt = m->datt.data + h * B * T * T;
+        const float *att = m->work->att.data + h * B * T * T;
+        float *datt = m->work->datt.data + h * B * T * T;
         // dP (T,T) = dy_h (T,hs) · v_hᵀ
         strix_gemm_batch dp = {
             .a = dyh + off, .lda = C, .stride_a = T * C, .ta = false,
@@ -293,7 +321,7 @@ strix_status strix_attention_backward(strix_attention *m, const strix_tensor *dy
     }
     // the gradient w.r.t. the unrotated q,k is the inverse rotation of the rotated one
     if (m->rope && B > 0) STRIX_TRY(rope_qk(m, dqkv, B * T, T, 0, true));
-    return strix_linear_backward(m->c_attn, &m->dqkv, dx);
+    return strix_linear_backward(m->c_attn, &m->work->dqkv, dx);
 }
 
 // ---- relevance (AttnLRP) -----------------------------------------------------------------------
@@ -304,17 +332,17 @@ strix_status strix_attention_backward(strix_attention *m, const strix_tensor *dy
 static strix_status rope_relevance(strix_attention *m, float *g, float eps) {
     strix_backend *be = m->base.be;
     strix_linear *l = m->c_attn;
-    size_t rows = (size_t)m->B * (size_t)m->T, C = (size_t)m->C, ld = 3 * C;
-    STRIX_TRY(strix_tensor_ensure(be, &m->lrp_raw, l->out.ndim, l->out.shape));
-    float *raw = m->lrp_raw.data;
+    size_t rows = (size_t)m->work->B * (size_t)m->work->T, C = (size_t)m->C, ld = 3 * C;
+    STRIX_TRY(strix_tensor_ensure(be, &m->work->lrp_raw, l->out.ndim, l->out.shape));
+    float *raw = m->work->lrp_raw.data;
     STRIX_TRY(strix_gemm_ex(be, l->x.data, false, l->weight->data, true, raw, rows, C, ld, 0.0f));
     if (l->bias) STRIX_TRY(strix_add_row_vector(be, raw, l->bias->data, raw, rows, ld));
     size_t hs_max = 0;
     for (int h = 0; h < m->NH; h++)
         if ((size_t)m->head_size[h] > hs_max) hs_max = (size_t)m->head_size[h];
     int64_t shape[3] = {3, (int64_t)rows, (int64_t)hs_max};
-    STRIX_TRY(strix_tensor_ensure(be, &m->lrp_rope, 3, shape));
-    float *xs = m->lrp_rope.data, *ys = xs + rows * hs_max, *rs = ys + rows * hs_max;
+    STRIX_TRY(strix_tensor_ensure(be, &m->work->lrp_rope, 3, shape));
+    float *xs = m->work->lrp_rope.data, *ys = xs + rows * hs_max, *rs = ys + rows * hs_max;
     const float *qkv = l->out.data;
     for (int h = 0; h < m->NH; h++) {
         size_t hs = (size_t)m->head_size[h];
@@ -324,7 +352,8 @@ static strix_status rope_relevance(strix_attention *m, float *g, float eps) {
             STRIX_TRY(strix_copy_2d(be, xs, hs, raw + col, ld, rows, hs));
             STRIX_TRY(strix_copy_2d(be, ys, hs, qkv + col, ld, rows, hs));
             STRIX_TRY(strix_copy_2d(be, rs, hs, g + col, ld, rows, hs));
-            STRIX_TRY(strix_lrp_rope(be, xs, ys, rs, cs, sn, rs, rows, (size_t)m->T, hs, eps));
+            STRIX_TRY(strix_lrp_rope(be, xs, ys, rs, cs, sn, rs, rows, (size_t)m->work->T, hs,
+                                     eps));
             STRIX_TRY(strix_copy_2d(be, g + col, ld, rs, hs, rows, hs));
         }
     }
@@ -341,32 +370,34 @@ static strix_status sub_relevance(strix_module *m, const strix_tensor *r, const 
 strix_status strix_attention_relevance(strix_attention *m, const strix_tensor *r_out,
                                        const strix_tensor **r_in) {
     strix_backend *be = m->base.be;
-    if (m->B <= 0)
+    if (m->work->B <= 0)
         return strix_error(STRIX_ERR_ARG, "attention relevance: needs a forward first (a decode "
                                           "step overwrites the forward's buffers)");
     STRIX_TRY(nn_check_same("attention relevance", r_out, &m->c_proj->out));
-    size_t B = (size_t)m->B, T = (size_t)m->T, C = (size_t)m->C, NH = (size_t)m->NH;
+    size_t B = (size_t)m->work->B, T = (size_t)m->work->T, C = (size_t)m->C, NH = (size_t)m->NH;
     size_t n = B * T * C, tt = B * T * T;
     float eps = m->base.rule.epsilon;
-    m->lrp_softmax_gap = 0.0;
+    m->work->lrp_softmax_gap = 0.0;
     const strix_tensor *ry;
     STRIX_TRY(sub_relevance(&m->c_proj->base, r_out, &ry));
     // w = r_y/stab(2·y): the bilinear weights of every head's P·v_h at once
-    STRIX_TRY(strix_tensor_ensure(be, &m->lrp_w, m->y.ndim, m->y.shape));
-    float *w = m->lrp_w.data;
-    STRIX_TRY(strix_axpby(be, 2.0f, m->y.data, 0.0f, NULL, w, n));
+    STRIX_TRY(strix_tensor_ensure(be, &m->work->lrp_w, m->work->y.ndim, m->work->y.shape));
+    float *w = m->work->lrp_w.data;
+    STRIX_TRY(strix_axpby(be, 2.0f, m->work->y.data, 0.0f, NULL, w, n));
     STRIX_TRY(strix_lrp_stabilized_divide(be, ry->data, w, NULL, w, n, eps,
                                           STRIX_LRP_GATE_NONE));
     int64_t tshape[3] = {(int64_t)B, (int64_t)T, (int64_t)T};
-    STRIX_TRY(strix_tensor_ensure(be, &m->lrp_p, 3, tshape));
-    STRIX_TRY(strix_tensor_ensure(be, &m->lrp_s, 3, tshape));
-    STRIX_TRY(strix_tensor_ensure(be, &m->lrp_x, 3, tshape));
-    STRIX_TRY(strix_tensor_ensure(be, &m->lrp_qkv, m->c_attn->out.ndim, m->c_attn->out.shape));
+    STRIX_TRY(strix_tensor_ensure(be, &m->work->lrp_p, 3, tshape));
+    STRIX_TRY(strix_tensor_ensure(be, &m->work->lrp_s, 3, tshape));
+    STRIX_TRY(strix_tensor_ensure(be, &m->work->lrp_x, 3, tshape));
+    STRIX_TRY(strix_tensor_ensure(be, &m->work->lrp_qkv, m->c_attn->out.ndim,
+                                  m->c_attn->out.shape));
     const float *qkv = m->c_attn->out.data; /* q, k rotated when RoPE is on */
-    float *g = m->lrp_qkv.data, *rp = m->lrp_p.data, *s = m->lrp_s.data, *x = m->lrp_x.data;
+    float *g = m->work->lrp_qkv.data, *rp = m->work->lrp_p.data, *s = m->work->lrp_s.data;
+    float *x = m->work->lrp_x.data;
     for (size_t h = 0; h < NH; h++) {
         size_t hs = (size_t)m->head_size[h], off = (size_t)m->head_off[h];
-        const float *att = m->att.data + h * tt;
+        const float *att = m->work->att.data + h * tt;
         // r_P = P ⊙ (w_h · v_hᵀ): full (T,T), so the masked zeros of P meet finite values
         strix_gemm_batch gp = {
             .a = w + off, .lda = C, .stride_a = T * C, .ta = false,
@@ -397,7 +428,7 @@ strix_status strix_attention_relevance(strix_attention *m, const strix_tensor *r
         STRIX_TRY(strix_sum(be, rp, tt, &sum_p));
         STRIX_TRY(strix_lrp_softmax_rows(be, x, att, rp, rp, B * T, T));
         STRIX_TRY(strix_sum(be, rp, tt, &sum_x));
-        m->lrp_softmax_gap += (double)sum_p - (double)sum_x;
+        m->work->lrp_softmax_gap += (double)sum_p - (double)sum_x;
         // w_s = r_x/stab(2·s), 0 above the diagonal; g_q = w_s·k_h, g_k = w_sᵀ·q_h
         STRIX_TRY(strix_axpby(be, 2.0f, s, 0.0f, NULL, s, tt));
         STRIX_TRY(strix_lrp_stabilized_divide(be, rp, s, NULL, rp, tt, eps, STRIX_LRP_GATE_NONE));
@@ -418,13 +449,13 @@ strix_status strix_attention_relevance(strix_attention *m, const strix_tensor *r
     }
     // relevance of q|k|v = the gradient-like terms times the operands
     STRIX_TRY(strix_mul(be, g, qkv, g, 3 * n));
-    if (!m->rope) return sub_relevance(&m->c_attn->base, &m->lrp_qkv, r_in);
+    if (!m->rope) return sub_relevance(&m->c_attn->base, &m->work->lrp_qkv, r_in);
     STRIX_TRY(rope_relevance(m, g, eps));
     /* c_attn's output was rotated in place by the forward; its rule takes the pre-rotation
      * output, which rope_relevance recomputed bit for bit into lrp_raw, as its z. */
     strix_linear *l = m->c_attn;
     return lrp_linear_relevance_ex(l, NULL, l->weight->data, l->bias ? l->bias->data : NULL,
-                                   m->lrp_raw.data, &m->lrp_qkv, r_in);
+                                   m->work->lrp_raw.data, &m->work->lrp_qkv, r_in);
 }
 
 // ---- KV-cache decoding -------------------------------------------------------------------------
@@ -438,7 +469,8 @@ static strix_status decode_step(strix_attention *m, strix_tensor *kv_cache, stri
         return strix_error(STRIX_ERR_ARG, "attention decode: position %d outside [0, %d)", pos,
                            m->block_size);
     strix_backend *be = m->base.be;
-    m->B = 0; /* the step overwrites the forward's buffers: no backward until the next forward */
+    m->work->B = 0; /* the step overwrites the forward's buffers: no backward until the next
+                     * forward */
     size_t C = (size_t)m->C, n = (size_t)pos + 1, bs = (size_t)m->block_size;
     const strix_tensor *qkv_t;
     STRIX_TRY(strix_linear_forward(m->c_attn, x, &qkv_t));
@@ -448,7 +480,7 @@ static strix_status decode_step(strix_attention *m, strix_tensor *kv_cache, stri
     int64_t att_shape[2] = {m->NH, (int64_t)bs};
     STRIX_TRY(strix_tensor_ensure(be, kv_cache, 2, cache_shape));
     STRIX_TRY(strix_tensor_ensure(be, dec_att, 2, att_shape));
-    STRIX_TRY(nn_ensure_like(be, &m->y, x, (int64_t)C));
+    STRIX_TRY(nn_ensure_like(be, &m->work->y, x, (int64_t)C));
     float *cache = kv_cache->data;
     STRIX_TRY(strix_copy(be, cache + (size_t)pos * 3 * C, qkv, 3 * C * sizeof(float),
                          STRIX_COPY_D2D));
@@ -466,16 +498,16 @@ static strix_status decode_step(strix_attention *m, strix_tensor *kv_cache, stri
         strix_gemm_batch o = {
             .a = att, .lda = n, .stride_a = 0, .ta = false,
             .b = cache + 2 * C + off, .ldb = 3 * C, .stride_b = 0, .tb = false,
-            .c = m->y.data + off, .ldc = C, .stride_c = 0,
+            .c = m->work->y.data + off, .ldc = C, .stride_c = 0,
             .m = 1, .k = n, .n = hs, .batch = 1, .alpha = 1.0f, .beta = 0.0f};
         STRIX_TRY(strix_gemm_batched(be, &o));
     }
-    return strix_linear_forward(m->c_proj, &m->y, y);
+    return strix_linear_forward(m->c_proj, &m->work->y, y);
 }
 
 strix_status strix_attention_decode(strix_attention *m, const strix_tensor *x, int pos,
                                     const strix_tensor **y) {
-    return decode_step(m, &m->kv_cache, &m->dec_att, x, pos, y);
+    return decode_step(m, &m->work->kv_cache, &m->work->dec_att, x, pos, y);
 }
 
 // ---- the general form: a KV-cache state per sequence -------------------------------------------
@@ -521,3 +553,11 @@ static strix_status vt_forward_ex(strix_module *mod, strix_module_io *io) {
     io->out[0] = y;
     return STRIX_OK;
 }
+
+// ---- accessors ---------------------------------------------------------------------------------
+
+const strix_tensor *strix_attention_relevance_qkv(const strix_attention *m) {
+    return &m->work->lrp_qkv;
+}
+
+double strix_attention_softmax_gap(const strix_attention *m) { return m->work->lrp_softmax_gap; }

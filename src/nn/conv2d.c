@@ -6,7 +6,10 @@
  * rules of src/nn/lrp_affine.c with the convolution as the map (per chunk of images: the fused
  * forward, and the fused backward's dx for the transpose), so clamped or constant inputs are
  * images (padding taps stay 0) and the rules' elementwise work is in image space, as Zennit's
- * autograd on the image; the kept z and output serve the epsilon and gamma rules.
+ * autograd on the image; the kept z and output serve the epsilon and gamma rules. The backend's
+ * lrp_conv primitive computes the same epsilon rule in patch space (r_col, then col2im_add): it
+ * needs the batch's im2col patches (N·P·Q floats) where this path keeps one chunk of images, so
+ * the epsilon rule stays composed here (lrp_stabilized_divide between the fused maps).
  */
 #include <math.h>
 #include <stdlib.h>

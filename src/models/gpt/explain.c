@@ -217,7 +217,7 @@ static strix_status explain_run(strix_gpt *g, const int32_t *ids, int T,
     out->softmax_gap = 0.0;
     for (int l = g->cfg.n_layer - 1; l >= 0 && s == STRIX_OK; l--) {
         s = strix_block_relevance(g->h[l], r, &r);
-        out->softmax_gap += g->h[l]->attn->lrp_softmax_gap;
+        out->softmax_gap += strix_attention_softmax_gap(g->h[l]->attn);
     }
     if (s == STRIX_OK) s = embedding_relevance(g, r, T, cfg->rule.epsilon, out);
     strix_tensor_free(&r0);
