@@ -4,9 +4,11 @@
  *
  * The registry (src/core/registry.c) dlopen()s a plugin, resolves its one exported symbol
  * STRIX_PLUGIN_ENTRY and calls it with a host table: the core services the plugin's code calls
- * (last error, asserts, log, the RL action check, convolution output sizes). The plugin therefore needs no symbol from the
- * program that loads it, which may have linked libstrix.a and exports nothing. The entry returns
- * the plugin's table, whose ABI version and struct sizes the registry checks before any use.
+ * (last error, asserts, log, the RL action check, convolution output sizes). The plugin
+ * therefore needs no symbol from the program that loads it, which may have linked libstrix.a and
+ * exports nothing (its link uses --no-undefined, so a new core call it makes fails to build
+ * until it is added here). The entry returns the plugin's table, whose ABI version and struct
+ * sizes the registry checks before any use.
  * Not a public header; plugins are built from this source tree only.
  */
 #ifndef STRIX_CORE_PLUGIN_H
