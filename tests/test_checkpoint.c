@@ -22,6 +22,7 @@
 
 #include "strix/backend.h"
 #include "strix/checkpoint.h"
+#include "testlib.h"
 
 static char tmp_dir[64];
 
@@ -44,24 +45,10 @@ static int teardown(void **state) {
     return system(cmd) == 0 ? 0 : -1;
 }
 
-static unsigned char *read_all(const char *path, size_t *n) {
-    *n = 0;
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long size = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    unsigned char *buf = malloc((size_t)size + 1);
-    *n = fread(buf, 1, (size_t)size, f);
-    fclose(f);
-    return buf;
-}
+static unsigned char *read_all(const char *path, size_t *n) { return tl_read_file(path, n); }
 
 static void write_all(const char *path, const void *bytes, size_t n) {
-    FILE *f = fopen(path, "wb");
-    assert_non_null(f);
-    assert_int_equal(fwrite(bytes, 1, n, f), n);
-    fclose(f);
+    assert_true(tl_write_file(path, bytes, n));
 }
 
 // ---- round trip and reference ------------------------------------------------------------------

@@ -278,6 +278,30 @@ static inline void tl_download(strix_backend *be, void *host, const void *device
     if (bytes && strix_copy(be, host, device, bytes, STRIX_COPY_D2H) != STRIX_OK) abort();
 }
 
+// ---- files -------------------------------------------------------------------------------------
+
+/* The whole file at `path` in a malloc'ed buffer (one spare byte, for a NUL) and its size in *n;
+ * NULL (and *n 0) when it cannot be opened or read. */
+static inline unsigned char *tl_read_file(const char *path, size_t *n) {
+    *n = 0;
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    unsigned char *buf = NULL;
+    long size = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
+    if (size >= 0 && fseek(f, 0, SEEK_SET) == 0) buf = malloc((size_t)size + 1);
+    if (buf) *n = fread(buf, 1, (size_t)size, f);
+    fclose(f);
+    return buf;
+}
+
+/* Writes n bytes to `path` (created or truncated); false on any failure. */
+static inline bool tl_write_file(const char *path, const void *bytes, size_t n) {
+    FILE *f = fopen(path, "wb");
+    if (!f) return false;
+    bool ok = fwrite(bytes, 1, n, f) == n;
+    return fclose(f) == 0 && ok;
+}
+
 // ---- timing ------------------------------------------------------------------------------------
 
 /* Wall-clock seconds. */

@@ -11,18 +11,31 @@
 #include "kernels/rope.h"
 #include "kernels/rows.h"
 
+/* Rows r of `in` rotated at positions pos0 + r % seq_len, in the interleaved or the rotate-half
+ * layout; rows are independent. */
+static void rope_rows(const float *in, size_t ld_in, const float *cos_table,
+                      const float *sin_table, float *out, size_t ld_out, size_t rows,
+                      size_t seq_len, size_t pos0, size_t head_dim, bool inverse,
+                      bool rotate_half) {
+    size_t half = head_dim / 2;
+    CPU_PARALLEL_FOR_IF(rows > 1 && CPU_BIG(rows * head_dim))
+    for (size_t r = 0; r < rows; r++) {
+        size_t pos = pos0 + r % seq_len;
+        const float *c = cos_table + pos * half, *s = sin_table + pos * half;
+        const float *x = in + r * ld_in;
+        float *y = out + r * ld_out;
+        if (rotate_half) strix_rope_half_row(x, y, c, s, head_dim, inverse);
+        else strix_rope_row(x, y, c, s, head_dim, inverse);
+    }
+}
+
 strix_status cpu_rope_rotate(strix_backend *be, const float *in, size_t ld_in,
                              const float *cos_table, const float *sin_table, float *out,
                              size_t ld_out, size_t rows, size_t seq_len, size_t pos0,
                              size_t head_dim, bool inverse) {
     (void)be;
-    size_t half = head_dim / 2;
-    CPU_PARALLEL_FOR_IF(rows > 1 && CPU_BIG(rows * head_dim))
-    for (size_t r = 0; r < rows; r++) {
-        size_t pos = pos0 + r % seq_len;
-        strix_rope_row(in + r * ld_in, out + r * ld_out, cos_table + pos * half,
-                       sin_table + pos * half, head_dim, inverse);
-    }
+    rope_rows(in, ld_in, cos_table, sin_table, out, ld_out, rows, seq_len, pos0, head_dim,
+              inverse, false);
     return STRIX_OK;
 }
 
@@ -31,13 +44,8 @@ strix_status cpu_rope_rotate_half(strix_backend *be, const float *in, size_t ld_
                                   size_t ld_out, size_t rows, size_t seq_len, size_t pos0,
                                   size_t head_dim, bool inverse) {
     (void)be;
-    size_t half = head_dim / 2;
-    CPU_PARALLEL_FOR_IF(rows > 1 && CPU_BIG(rows * head_dim))
-    for (size_t r = 0; r < rows; r++) {
-        size_t pos = pos0 + r % seq_len;
-        strix_rope_half_row(in + r * ld_in, out + r * ld_out, cos_table + pos * half,
-                            sin_table + pos * half, head_dim, inverse);
-    }
+    rope_rows(in, ld_in, cos_table, sin_table, out, ld_out, rows, seq_len, pos0, head_dim,
+              inverse, true);
     return STRIX_OK;
 }
 
