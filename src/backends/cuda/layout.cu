@@ -1,7 +1,7 @@
 /*
  * layout.cu - CUDA/HIP launchers of the position and data-movement slots: RoPE (interleaved and
- * rotate-half), permute_0213,
- * gather_rows, scatter_add_rows, copy_2d and accumulate_rows (CPU: src/backends/cpu/layout.c).
+ * rotate-half), permute_0213, gather_rows, scatter_add_rows, copy_2d and accumulate_rows (CPU:
+ * src/backends/cpu/layout.c).
  *
  * Data movement is one thread per output element, bit-exact. accumulate_rows is one thread per
  * column adding the rows in ascending order (kernels/rows.h), as the CPU. scatter_add_rows has no
@@ -17,52 +17,51 @@ static __device__ inline size_t lane_index(void) {
     return (size_t)blockIdx.x * blockDim.x + threadIdx.x;
 }
 
-/* One thread per (row r, pair): row r is at position pos0 + r mod seq_len. out may alias in
- * (each thread reads its pair before writing it). */
+/* One thread per (row r, pair), in the interleaved or the rotate-half layout: row r is at
+ * position pos0 + r mod seq_len. out may alias in (each thread reads its pair before writing
+ * it). */
 static __global__ void rope_kernel(const float *in, size_t ld_in, const float *cos_table,
                                    const float *sin_table, float *out, size_t ld_out, size_t rows,
-                                   size_t seq_len, size_t pos0, size_t half, bool inverse) {
+                                   size_t seq_len, size_t pos0, size_t half, bool inverse,
+                                   bool rotate_half) {
     size_t lane = lane_index();
     if (lane >= rows * half) return;
     size_t r = lane / half, pair = lane % half;
     size_t pos = pos0 + r % seq_len;
-    strix_rope_pair(in + r * ld_in, out + r * ld_out, cos_table + pos * half,
-                    sin_table + pos * half, pair, inverse);
+    const float *c = cos_table + pos * half, *s = sin_table + pos * half;
+    const float *x = in + r * ld_in;
+    float *y = out + r * ld_out;
+    if (rotate_half) strix_rope_half_pair(x, y, c, s, pair, half, inverse);
+    else strix_rope_pair(x, y, c, s, pair, inverse);
+}
+
+static strix_status rope_launch(strix_backend *be, const float *in, size_t ld_in,
+                                const float *cos_table, const float *sin_table, float *out,
+                                size_t ld_out, size_t rows, size_t seq_len, size_t pos0,
+                                size_t head_dim, bool inverse, bool rotate_half,
+                                const char *name) {
+    size_t half = head_dim / 2;
+    if (rows == 0 || half == 0) return STRIX_OK;
+    rope_kernel<<<cuda_blocks(rows * half), CUDA_BLOCK, 0, cuda_stream(be)>>>(
+        in, ld_in, cos_table, sin_table, out, ld_out, rows, seq_len, pos0, half, inverse,
+        rotate_half);
+    return cuda_launched(be, name);
 }
 
 strix_status cuda_rope_rotate(strix_backend *be, const float *in, size_t ld_in,
                               const float *cos_table, const float *sin_table, float *out,
                               size_t ld_out, size_t rows, size_t seq_len, size_t pos0,
                               size_t head_dim, bool inverse) {
-    size_t half = head_dim / 2;
-    if (rows == 0 || half == 0) return STRIX_OK;
-    rope_kernel<<<cuda_blocks(rows * half), CUDA_BLOCK, 0, cuda_stream(be)>>>(
-        in, ld_in, cos_table, sin_table, out, ld_out, rows, seq_len, pos0, half, inverse);
-    return cuda_launched(be, "rope_rotate");
-}
-
-/* The rotate-half layout, one thread per (row r, pair), as rope_kernel. */
-static __global__ void rope_half_kernel(const float *in, size_t ld_in, const float *cos_table,
-                                        const float *sin_table, float *out, size_t ld_out,
-                                        size_t rows, size_t seq_len, size_t pos0, size_t half,
-                                        bool inverse) {
-    size_t lane = lane_index();
-    if (lane >= rows * half) return;
-    size_t r = lane / half, pair = lane % half;
-    size_t pos = pos0 + r % seq_len;
-    strix_rope_half_pair(in + r * ld_in, out + r * ld_out, cos_table + pos * half,
-                         sin_table + pos * half, pair, half, inverse);
+    return rope_launch(be, in, ld_in, cos_table, sin_table, out, ld_out, rows, seq_len, pos0,
+                       head_dim, inverse, false, "rope_rotate");
 }
 
 strix_status cuda_rope_rotate_half(strix_backend *be, const float *in, size_t ld_in,
                                    const float *cos_table, const float *sin_table, float *out,
                                    size_t ld_out, size_t rows, size_t seq_len, size_t pos0,
                                    size_t head_dim, bool inverse) {
-    size_t half = head_dim / 2;
-    if (rows == 0 || half == 0) return STRIX_OK;
-    rope_half_kernel<<<cuda_blocks(rows * half), CUDA_BLOCK, 0, cuda_stream(be)>>>(
-        in, ld_in, cos_table, sin_table, out, ld_out, rows, seq_len, pos0, half, inverse);
-    return cuda_launched(be, "rope_rotate_half");
+    return rope_launch(be, in, ld_in, cos_table, sin_table, out, ld_out, rows, seq_len, pos0,
+                       head_dim, inverse, true, "rope_rotate_half");
 }
 
 /* One thread per output element of (d0, d2, d1, d3): out[i0][i2][i1][i3] = in[i0][i1][i2][i3]. */
