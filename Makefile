@@ -11,20 +11,25 @@ RUN_TIME   ?= 120
 EXPLAIN_PROMPT ?= The Bionic Dog drinks too much and kicks over the Nat
 PREFIX     ?= /usr/local
 
-.PHONY: all build run test test-asan bench install clean
+.PHONY: all configure build run test test-asan bench install clean
 
 all: build
 
-build:
+configure:
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX=$(PREFIX) \
 	    $(CMAKE_ARGS) >/dev/null
+
+build: configure
 	@cmake --build $(BUILD) -j $(JOBS)
 	@cat $(BUILD)/strix-backends.txt
 
 install: build
 	cmake --install $(BUILD) --prefix $(PREFIX)
 
-run: build
+# The main job builds only what it runs: the strix command (and its GPU plugins), not the tests.
+run: configure
+	@cmake --build $(BUILD) -j $(JOBS) --target strix_cli
+	@cat $(BUILD)/strix-backends.txt
 	./$(BUILD)/strix train --steps $(RUN_STEPS) --time $(RUN_TIME) --out $(MODEL)
 	./$(BUILD)/strix sample --model $(MODEL) --tokens 400
 	@echo

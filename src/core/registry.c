@@ -5,7 +5,8 @@
  * "cpu" and "cpu-blas" are built into libstrix. "cuda[:N]" and "hip[:N]" live in the shared
  * objects libstrix-cuda.so and libstrix-hip.so, which are dlopen()ed on the first request, so a
  * CPU run of a GPU-enabled build maps no CUDA or HIP library. Search order for a plugin file:
- * the options' plugin_dir; beside the file holding libstrix (libstrix.so, or the program that
+ * the options' plugin_dir, when set, and nothing else (a broken or missing plugin there is
+ * reported, never passed over); else beside the file holding libstrix (libstrix.so, or the program that
  * linked libstrix.a) and beside the running program, each as <dir>/, <dir>/strix/,
  * <dir>/lib/strix/ and <dir>/../lib/strix/ (covers the build tree and an installed prefix); the
  * install folder STRIX_PLUGIN_INSTALL_DIR; last the dynamic loader's own search (LD_LIBRARY_PATH).
@@ -124,8 +125,14 @@ static bool try_around(plugin_search *q, const char *dir, const char *file) {
 /* Finds, loads and checks the plugin of one vendor in the order of the file comment. */
 static bool search_plugin(plugin_search *q, const strix_backend_options *opt, const char *file) {
     char dir[PATH_MAX];
-    if (opt && opt->plugin_dir && opt->plugin_dir[0] && try_around(q, opt->plugin_dir, file))
-        return true;
+    if (opt && opt->plugin_dir && opt->plugin_dir[0]) { /* named: the only place searched */
+        if (try_around(q, opt->plugin_dir, file)) return true;
+        if (q->failure == STRIX_OK)
+            q->failure = strix_error(STRIX_ERR_UNSUPPORTED, "no %s plugin %s in plugin_dir %s "
+                                     "(nor in its strix/, lib/strix/ or ../lib/strix/)",
+                                     q->hip ? "HIP" : "CUDA", file, opt->plugin_dir);
+        return false;
+    }
     Dl_info info;
     if (dladdr((void *)(uintptr_t)&search_plugin, &info) && info.dli_fname &&
         folder_of(info.dli_fname, dir, sizeof dir) && try_around(q, dir, file))

@@ -45,5 +45,14 @@ for dev in cuda hip; do
     plugin_case "--device $dev, no plugin" $dev "was not found"
     STRIX_PLUGIN_DIR=$WORK/fake plugin_case "--device $dev, a broken plugin" $dev "cannot load"
     STRIX_PLUGIN_DIR=$plugins plugin_case "--device $dev, STRIX_PLUGIN_DIR" $dev "device"
+    # A named folder is the only place searched, even where the build's own plugin would be found.
+    STRIX_PLUGIN_DIR=$WORK/fake expect_error "--device $dev, broken plugin before a good one" \
+        "backend $dev:" "$STRIX" train --data "$SHAKESPEARE" "${TINY[@]}" --steps 2 \
+        --device "$dev" --out x.st
+    if ! grep -q "built without" "$WORK/stderr" && ! grep -q "cannot load" "$WORK/stderr"; then
+        fail "--device $dev: a broken plugin in STRIX_PLUGIN_DIR was passed over"
+    fi
+    STRIX_PLUGIN_DIR=$WORK/none plugin_case "--device $dev, STRIX_PLUGIN_DIR missing" $dev \
+        "in plugin_dir"
 done
 finish
