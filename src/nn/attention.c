@@ -276,9 +276,9 @@ strix_status strix_attention_backward(strix_attention *m, const strix_tensor *dy
     size_t B = (size_t)m->work->B, T = (size_t)m->work->T, C = (size_t)m->C, NH = (size_t)m->NH;
     const strix_tensor *dyh_t;
     STRIX_TRY(strix_linear_backward(m->c_proj, dy, &dyh_t));
-    const float *dyh = dyh_t->data, *qkv = m->c_attn->out.data;
+    const float *dyh = dyh_t->data, *qkv = m->c_attn->work->out.data;
     STRIX_TRY(strix_tensor_ensure(be, &m->work->datt, 4, m->work->att.shape));
-    STRIX_TRY(strix_tensor_ensure(be, &m->work->dqkv, 3, m->c_attn->out.shape));
+    STRIX_TRY(strix_tensor_ensure(be, &m->work->dqkv, 3, m->c_attn->work->out.shape));
     float *dqkv = m->work->dqkv.data;
     for (size_t h = 0; h < NH && B > 0; h++) {
         size_t hs = (size_t)m->head_size[h], off = (size_t)m->head_off[h];
@@ -333,9 +333,10 @@ static strix_status rope_relevance(strix_attention *m, float *g, float eps) {
     strix_backend *be = m->base.be;
     strix_linear *l = m->c_attn;
     size_t rows = (size_t)m->work->B * (size_t)m->work->T, C = (size_t)m->C, ld = 3 * C;
-    STRIX_TRY(strix_tensor_ensure(be, &m->work->lrp_raw, l->out.ndim, l->out.shape));
+    STRIX_TRY(strix_tensor_ensure(be, &m->work->lrp_raw, l->work->out.ndim, l->work->out.shape));
     float *raw = m->work->lrp_raw.data;
-    STRIX_TRY(strix_gemm_ex(be, l->x.data, false, l->weight->data, true, raw, rows, C, ld, 0.0f));
+    STRIX_TRY(strix_gemm_ex(be, l->work->x.data, false, l->weight->data, true, raw, rows, C, ld,
+                            0.0f));
     if (l->bias) STRIX_TRY(strix_add_row_vector(be, raw, l->bias->data, raw, rows, ld));
     size_t hs_max = 0;
     for (int h = 0; h < m->NH; h++)
@@ -343,7 +344,7 @@ static strix_status rope_relevance(strix_attention *m, float *g, float eps) {
     int64_t shape[3] = {3, (int64_t)rows, (int64_t)hs_max};
     STRIX_TRY(strix_tensor_ensure(be, &m->work->lrp_rope, 3, shape));
     float *xs = m->work->lrp_rope.data, *ys = xs + rows * hs_max, *rs = ys + rows * hs_max;
-    const float *qkv = l->out.data;
+    const float *qkv = l->work->out.data;
     for (int h = 0; h < m->NH; h++) {
         size_t hs = (size_t)m->head_size[h];
         const float *cs = m->rope_cos + m->rope_off[h], *sn = m->rope_sin + m->rope_off[h];
@@ -373,7 +374,7 @@ strix_status strix_attention_relevance(strix_attention *m, const strix_tensor *r
     if (m->work->B <= 0)
         return strix_error(STRIX_ERR_ARG, "attention relevance: needs a forward first (a decode "
                                           "step overwrites the forward's buffers)");
-    STRIX_TRY(nn_check_same("attention relevance", r_out, &m->c_proj->out));
+    STRIX_TRY(nn_check_same("attention relevance", r_out, &m->c_proj->work->out));
     size_t B = (size_t)m->work->B, T = (size_t)m->work->T, C = (size_t)m->C, NH = (size_t)m->NH;
     size_t n = B * T * C, tt = B * T * T;
     float eps = m->base.rule.epsilon;
@@ -390,9 +391,9 @@ strix_status strix_attention_relevance(strix_attention *m, const strix_tensor *r
     STRIX_TRY(strix_tensor_ensure(be, &m->work->lrp_p, 3, tshape));
     STRIX_TRY(strix_tensor_ensure(be, &m->work->lrp_s, 3, tshape));
     STRIX_TRY(strix_tensor_ensure(be, &m->work->lrp_x, 3, tshape));
-    STRIX_TRY(strix_tensor_ensure(be, &m->work->lrp_qkv, m->c_attn->out.ndim,
-                                  m->c_attn->out.shape));
-    const float *qkv = m->c_attn->out.data; /* q, k rotated when RoPE is on */
+    STRIX_TRY(strix_tensor_ensure(be, &m->work->lrp_qkv, m->c_attn->work->out.ndim,
+                                  m->c_attn->work->out.shape));
+    const float *qkv = m->c_attn->work->out.data; /* q, k rotated when RoPE is on */
     float *g = m->work->lrp_qkv.data, *rp = m->work->lrp_p.data, *s = m->work->lrp_s.data;
     float *x = m->work->lrp_x.data;
     for (size_t h = 0; h < NH; h++) {
