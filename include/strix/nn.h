@@ -360,6 +360,19 @@ STRIX_API strix_status strix_attention_new(strix_params *ps, const char *prefix,
 /* x (B,T,C), T <= block_size -> y (B,T,C). STRIX_ERR_SHAPE otherwise. */
 STRIX_API strix_status strix_attention_forward(strix_attention *m, const strix_tensor *x,
                                                const strix_tensor **y);
+/* strix_attention_forward with a key-padding mask on top of the causal one: keep (B,T) floats in
+ * backend memory, keep[b,j] = 1 lets every query of sequence b attend to key j, 0 masks it out
+ * (its score becomes -inf before the softmax, through strix_attention_mask_fill). That is the
+ * convention of a boolean attn_mask of torch's scaled_dot_product_attention (True = take part)
+ * and the NEGATION of nn.MultiheadAttention's key_padding_mask (True = ignore). A query whose
+ * keys are all masked gets probabilities 0 (an output of c_proj's bias alone), where torch gives
+ * NaN. keep NULL: the causal mask alone. The module keeps a pointer to keep: leave it unchanged
+ * until backward and relevance, which follow the mask (masked probabilities are 0, so they get
+ * no gradient and no relevance). This is forward_ex with io.mask = keep. STRIX_ERR_SHAPE for a
+ * mask not (B,T). */
+STRIX_API strix_status strix_attention_forward_masked(strix_attention *m, const strix_tensor *x,
+                                                      const strix_tensor *keep,
+                                                      const strix_tensor **y);
 /* dy (B,T,C) -> dx (B,T,C); c_attn/c_proj grads `+=`. STRIX_ERR_ARG without a forward since the
  * last decode step. */
 STRIX_API strix_status strix_attention_backward(strix_attention *m, const strix_tensor *dy,
@@ -389,8 +402,8 @@ STRIX_API double strix_attention_softmax_gap(const strix_attention *m);
  * the module's own cache; in the general form (strix_module_forward_ex) a state object from
  * strix_module_state_new(&m->base, ...) is a cache of its own, one per sequence: io.in[0] = x,
  * io.state, io.pos run this step on that state (STRIX_ERR_ARG for another module's state).
- * Without a state, forward_ex is strix_attention_forward; io.mask must be NULL (the causal mask
- * is built in; STRIX_ERR_UNSUPPORTED otherwise). */
+ * Without a state, forward_ex is strix_attention_forward_masked with io.mask (NULL: the causal
+ * mask alone); a mask with a state is STRIX_ERR_UNSUPPORTED. */
 STRIX_API strix_status strix_attention_decode(strix_attention *m, const strix_tensor *x,
                                               int pos, const strix_tensor **y);
 
