@@ -216,10 +216,36 @@ static void test_fd_attention_masked(void **state) {
         int differ = 0;
         for (int i = 0; i < 160; i++) differ += masked[i] != plain[i];
         assert_true(differ > 100);
+        // the relevance pass follows the mask: finite, different from the unmasked one, and
+        // with an all-ones mask the unmasked one bit for bit
+        strix_lrp_rule rule = {.kind = STRIX_LRP_EPSILON, .epsilon = 1e-6f};
+        a->base.rule = a->c_attn->base.rule = a->c_proj->base.rule = rule;
+        const strix_tensor *r_in;
+        OK(strix_attention_relevance(a, y, &r_in));
+        float *r_plain = host_of(be, r_in);
+        OK(masked_forward(&w.base, &x, &y));
+        OK(strix_attention_relevance(a, y, &r_in));
+        float *r_masked = host_of(be, r_in);
+        differ = 0;
+        for (int i = 0; i < 160; i++) {
+            assert_true(isfinite(r_masked[i]));
+            differ += r_masked[i] != r_plain[i];
+        }
+        assert_true(differ > 100);
         w.keep = &all;
         OK(masked_forward(&w.base, &x, &y));
         float *same = host_of(be, y);
         assert_same_bits(plain, same, 160);
+        OK(strix_attention_relevance(a, &x, &r_in)); /* r_out: any (B,T,C) values */
+        float *r_all = host_of(be, r_in);
+        OK(strix_attention_forward(a, &x, &y));
+        OK(strix_attention_relevance(a, &x, &r_in));
+        float *r_none = host_of(be, r_in);
+        assert_same_bits(r_none, r_all, 160);
+        free(r_plain);
+        free(r_masked);
+        free(r_all);
+        free(r_none);
         // a mask not (B, T) is refused
         strix_module_io io = strix_module_io_of(&x);
         io.mask = &x;
@@ -403,10 +429,10 @@ static const tl_array *need(const tl_golden *gf, const char *name) {
     return e;
 }
 
-static void golden_module(strix_backend *be, strix_params *ps, strix_module *m,
-                          const char *file) {
-    char path[256];
-    snprintf(path, sizeof path, "tests/golden/gpt/%s", file);
+/* The golden check of one module from the file at `path`; with `masked`, the file's "keep"
+ * array is the forward's io.mask (forward_ex). */
+static void golden_module_at(strix_backend *be, strix_params *ps, strix_module *m,
+                             const char *path, bool masked) {
     tl_golden gf;
     assert_true(tl_golden_load(path, &gf));
     OK(strix_params_alloc(ps));
@@ -414,8 +440,18 @@ static void golden_module(strix_backend *be, strix_params *ps, strix_module *m,
     const tl_array *x = need(&gf, "x"), *y = need(&gf, "y"), *dy = need(&gf, "dy"),
                    *dx = need(&gf, "dx");
     strix_tensor xt = tensor_from_host(be, x->ndim, x->shape, x->data);
+    strix_tensor keep = {0};
     const strix_tensor *out, *din;
-    OK(strix_module_forward(m, &xt, &out));
+    if (masked) {
+        const tl_array *k = need(&gf, "keep");
+        keep = tensor_from_host(be, k->ndim, k->shape, k->data);
+        strix_module_io io = strix_module_io_of(&xt);
+        io.mask = &keep;
+        OK(strix_module_forward_ex(m, &io));
+        out = io.out[0];
+    } else {
+        OK(strix_module_forward(m, &xt, &out));
+    }
     assert_int_equal((size_t)strix_tensor_numel(out), y->count);
     int bad = !check_backend(be, "y", out->data, y->data, y->count, GOLD_ATOL, GOLD_RTOL);
     strix_tensor dyt = tensor_from_host(be, dy->ndim, dy->shape, dy->data);
@@ -433,7 +469,29 @@ static void golden_module(strix_backend *be, strix_params *ps, strix_module *m,
     assert_int_equal(bad, 0);
     strix_tensor_free(&xt);
     strix_tensor_free(&dyt);
+    strix_tensor_free(&keep);
     tl_golden_free(&gf);
+}
+
+static void golden_module(strix_backend *be, strix_params *ps, strix_module *m,
+                          const char *file) {
+    char path[256];
+    snprintf(path, sizeof path, "tests/golden/gpt/%s", file);
+    golden_module_at(be, ps, m, path, false);
+}
+
+/* The key-padding mask against torch's nn.MultiheadAttention with key_padding_mask
+ * (tools/ref/attn_mask_ref.py): output, input and parameter gradients. */
+static void test_golden_attention_masked(void **state) {
+    strix_backend *be = *state;
+    built b;
+    begin(&b, be);
+    strix_attention *a;
+    strix_attention_config cfg = attn_cfg(16, 2, NULL, false);
+    OK(strix_attention_new(&b.ps, "m", &cfg, &a));
+    b.m = &a->base;
+    golden_module_at(be, &b.ps, b.m, "tests/golden/attn_mask/attn_masked.bin", true);
+    release(&b);
 }
 
 static void test_golden_linear_layernorm(void **state) {
@@ -743,6 +801,7 @@ int main(void) {
         BACKEND_TEST(test_fd_gpt_loss),
         BACKEND_TEST(test_golden_linear_layernorm),
         BACKEND_TEST(test_golden_attention),
+        BACKEND_TEST(test_golden_attention_masked),
         BACKEND_TEST(test_golden_mlp_block),
         BACKEND_TEST(test_bad_configs),
         BACKEND_TEST(test_io_embedding_sequential),
