@@ -1212,6 +1212,15 @@ static void test_modes_restored(void **state) {
     strix_batchnorm *bn = (strix_batchnorm *)strix_sequential_at(md.seq, 1);
     assert_true(bn->training);
     assert_false(strix_batchnorm_last_training(bn));
+    // the mode through the module interface: BatchNorm has one, the Sequential and Conv2d not
+    assert_true(strix_module_has_mode(&bn->base));
+    assert_true(strix_module_training(&bn->base));
+    assert_false(strix_module_has_mode(root(&md)));
+    assert_false(strix_module_has_mode(strix_sequential_at(md.seq, 0)));
+    strix_module_set_training(root(&md), false);
+    assert_false(strix_module_training(&bn->base));
+    assert_false(bn->training);
+    assert_true(strix_module_training(root(&md))); /* no mode of its own */
     strix_lrp_explanation_free(&e);
     model_free(&md);
 }
