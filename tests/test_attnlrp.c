@@ -355,7 +355,8 @@ static void check_gpt_file(strix_backend *be, const char *file, bool rope, strix
                 char name[32];
                 snprintf(name, sizeof name, "rblock%d", l);
                 const tl_array *rb = find2(&gf, name, "lxt");
-                bad += !check_rel_backend(be, name, g->h[l]->rel_in.data, rb->data, rb->count);
+                bad += !check_rel_backend(be, name, strix_block_relevance_input(g->h[l])->data,
+                                          rb->data, rb->count);
             }
         print_message("    %s %-6s target %d: out %.5f in %.5f softmax gap %.5f\n", file,
                       rc->name, e.target, e.relevance_out_sum, e.relevance_in_sum, e.softmax_gap);

@@ -565,9 +565,9 @@ static void test_rule_checks(void **state) {
     assert_non_null(strstr(strix_last_error(), "Probe"));
     assert_int_equal(pb.p->forwards, 0);
     assert_int_equal(pb.p->relevances, 0);
-    assert_null(pb.l0->out.data);
-    assert_null(pb.l0->dx.data);
-    assert_null(pb.l2->dx.data);
+    assert_null(strix_linear_output(pb.l0)->data);
+    assert_null(strix_linear_input_grad(pb.l0)->data);
+    assert_null(strix_linear_input_grad(pb.l2)->data);
     assert_null(e.relevance);
     pb.p->base.rule = before[3];
     // the same model explains once the rules are valid
@@ -1211,7 +1211,16 @@ static void test_modes_restored(void **state) {
     OK(strix_lrp_explain(root(&md), &md.x, NULL, &e));
     strix_batchnorm *bn = (strix_batchnorm *)strix_sequential_at(md.seq, 1);
     assert_true(bn->training);
-    assert_false(bn->last_training);
+    assert_false(strix_batchnorm_last_training(bn));
+    // the mode through the module interface: BatchNorm has one, the Sequential and Conv2d not
+    assert_true(strix_module_has_mode(&bn->base));
+    assert_true(strix_module_training(&bn->base));
+    assert_false(strix_module_has_mode(root(&md)));
+    assert_false(strix_module_has_mode(strix_sequential_at(md.seq, 0)));
+    strix_module_set_training(root(&md), false);
+    assert_false(strix_module_training(&bn->base));
+    assert_false(bn->training);
+    assert_true(strix_module_training(root(&md))); /* no mode of its own */
     strix_lrp_explanation_free(&e);
     model_free(&md);
 }

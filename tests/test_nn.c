@@ -145,6 +145,122 @@ static void test_fd_attention(void **state) {
     fd_attention(be, 16, 3, hetero3, true, 1, 8, 26); // heterogeneous + RoPE, T = block_size
 }
 
+/* A host copy of a backend tensor (numel floats). */
+static float *host_of(strix_backend *be, const strix_tensor *t) {
+    return from_backend(be, t->data, (size_t)strix_tensor_numel(t));
+}
+
+static void assert_same_bits(const float *a, const float *b, size_t n) {
+    for (size_t i = 0; i < n; i++) assert_memory_equal(&a[i], &b[i], sizeof(float));
+}
+
+/* Attention under a fixed key mask as a one-tensor module (forward_ex with io.mask), so
+ * fd_module checks the masked backward. */
+typedef struct masked_attn {
+    strix_module base;
+    strix_attention *a;
+    const strix_tensor *keep;
+} masked_attn;
+
+static strix_status masked_forward(strix_module *m, const strix_tensor *x,
+                                   const strix_tensor **y) {
+    masked_attn *w = (masked_attn *)m;
+    strix_module_io io = strix_module_io_of(x);
+    io.mask = w->keep;
+    STRIX_TRY(strix_module_forward_ex(&w->a->base, &io));
+    *y = io.out[0];
+    return STRIX_OK;
+}
+static strix_status masked_backward(strix_module *m, const strix_tensor *dy,
+                                    const strix_tensor **dx) {
+    return strix_attention_backward(((masked_attn *)m)->a, dy, dx);
+}
+static const strix_module_i masked_vt = {.type = "MaskedAttention", .forward = masked_forward,
+                                         .backward = masked_backward};
+
+/* The key mask (B = 2, T = 5): sequence 0 masks key 3; sequence 1 masks keys 0, 3 and 4, so its
+ * query 0 sees no key at all (probabilities 0: the output is c_proj's bias). */
+static const float mask_keep[2][5] = {{1, 1, 1, 0, 1}, {0, 1, 1, 0, 0}};
+
+static void test_fd_attention_masked(void **state) {
+    strix_backend *be = *state;
+    for (int rope = 0; rope < 2; rope++) {
+        built b;
+        begin(&b, be);
+        strix_attention *a;
+        strix_attention_config cfg = attn_cfg(16, 2, NULL, rope);
+        OK(strix_attention_new(&b.ps, "m", &cfg, &a));
+        b.m = &a->base;
+        finish(&b, 40 + (uint64_t)rope);
+        const int64_t kshape[2] = {2, 5}, shape[3] = {2, 5, 16};
+        strix_tensor keep = tensor_from_host(be, 2, kshape, &mask_keep[0][0]);
+        masked_attn w = {.base = {.vt = &masked_vt, .be = be}, .a = a, .keep = &keep};
+        fd_module(be, &b.ps, &w.base, 3, shape, 42 + (uint64_t)rope, false, 40);
+
+        // the mask acts: the fully masked query of sequence 1 is c_proj's bias alone, and an
+        // unmasked forward differs; an all-ones mask is the causal mask bit for bit
+        strix_rng rng;
+        strix_rng_seed(&rng, 7);
+        float xh[2 * 5 * 16], ones[10];
+        fill_normal(&rng, xh, 160, 0.0, 1.0);
+        for (int i = 0; i < 10; i++) ones[i] = 1.0f;
+        strix_tensor x = tensor_from_host(be, 3, shape, xh);
+        strix_tensor all = tensor_from_host(be, 2, kshape, ones);
+        const strix_tensor *y;
+        OK(masked_forward(&w.base, &x, &y));
+        float *masked = host_of(be, y);
+        float *bias = from_backend(be, a->c_proj->bias->data, 16);
+        assert_same_bits(masked + 5 * 16, bias, 16);
+        OK(strix_attention_forward(a, &x, &y));
+        float *plain = host_of(be, y);
+        int differ = 0;
+        for (int i = 0; i < 160; i++) differ += masked[i] != plain[i];
+        assert_true(differ > 100);
+        // the relevance pass follows the mask: finite, different from the unmasked one, and
+        // with an all-ones mask the unmasked one bit for bit
+        strix_lrp_rule rule = {.kind = STRIX_LRP_EPSILON, .epsilon = 1e-6f};
+        a->base.rule = a->c_attn->base.rule = a->c_proj->base.rule = rule;
+        const strix_tensor *r_in;
+        OK(strix_attention_relevance(a, y, &r_in));
+        float *r_plain = host_of(be, r_in);
+        OK(masked_forward(&w.base, &x, &y));
+        OK(strix_attention_relevance(a, y, &r_in));
+        float *r_masked = host_of(be, r_in);
+        differ = 0;
+        for (int i = 0; i < 160; i++) {
+            assert_true(isfinite(r_masked[i]));
+            differ += r_masked[i] != r_plain[i];
+        }
+        assert_true(differ > 100);
+        w.keep = &all;
+        OK(masked_forward(&w.base, &x, &y));
+        float *same = host_of(be, y);
+        assert_same_bits(plain, same, 160);
+        OK(strix_attention_relevance(a, &x, &r_in)); /* r_out: any (B,T,C) values */
+        float *r_all = host_of(be, r_in);
+        OK(strix_attention_forward(a, &x, &y));
+        OK(strix_attention_relevance(a, &x, &r_in));
+        float *r_none = host_of(be, r_in);
+        assert_same_bits(r_none, r_all, 160);
+        free(r_plain);
+        free(r_masked);
+        free(r_all);
+        free(r_none);
+        // a mask not (B, T) is refused
+        strix_module_io io = strix_module_io_of(&x);
+        io.mask = &x;
+        assert_int_equal(strix_module_forward_ex(&a->base, &io), STRIX_ERR_SHAPE);
+        free(masked);
+        free(bias);
+        free(plain);
+        free(same);
+        strix_tensor_free(&x);
+        strix_tensor_free(&all);
+        strix_tensor_free(&keep);
+        release(&b);
+    }
+}
+
 static void test_fd_mlp(void **state) {
     strix_backend *be = *state;
     for (int act = 0; act < 2; act++) {
@@ -313,10 +429,10 @@ static const tl_array *need(const tl_golden *gf, const char *name) {
     return e;
 }
 
-static void golden_module(strix_backend *be, strix_params *ps, strix_module *m,
-                          const char *file) {
-    char path[256];
-    snprintf(path, sizeof path, "tests/golden/gpt/%s", file);
+/* The golden check of one module from the file at `path`; with `masked`, the file's "keep"
+ * array is the forward's io.mask (forward_ex). */
+static void golden_module_at(strix_backend *be, strix_params *ps, strix_module *m,
+                             const char *path, bool masked) {
     tl_golden gf;
     assert_true(tl_golden_load(path, &gf));
     OK(strix_params_alloc(ps));
@@ -324,8 +440,18 @@ static void golden_module(strix_backend *be, strix_params *ps, strix_module *m,
     const tl_array *x = need(&gf, "x"), *y = need(&gf, "y"), *dy = need(&gf, "dy"),
                    *dx = need(&gf, "dx");
     strix_tensor xt = tensor_from_host(be, x->ndim, x->shape, x->data);
+    strix_tensor keep = {0};
     const strix_tensor *out, *din;
-    OK(strix_module_forward(m, &xt, &out));
+    if (masked) {
+        const tl_array *k = need(&gf, "keep");
+        keep = tensor_from_host(be, k->ndim, k->shape, k->data);
+        strix_module_io io = strix_module_io_of(&xt);
+        io.mask = &keep;
+        OK(strix_module_forward_ex(m, &io));
+        out = io.out[0];
+    } else {
+        OK(strix_module_forward(m, &xt, &out));
+    }
     assert_int_equal((size_t)strix_tensor_numel(out), y->count);
     int bad = !check_backend(be, "y", out->data, y->data, y->count, GOLD_ATOL, GOLD_RTOL);
     strix_tensor dyt = tensor_from_host(be, dy->ndim, dy->shape, dy->data);
@@ -343,7 +469,29 @@ static void golden_module(strix_backend *be, strix_params *ps, strix_module *m,
     assert_int_equal(bad, 0);
     strix_tensor_free(&xt);
     strix_tensor_free(&dyt);
+    strix_tensor_free(&keep);
     tl_golden_free(&gf);
+}
+
+static void golden_module(strix_backend *be, strix_params *ps, strix_module *m,
+                          const char *file) {
+    char path[256];
+    snprintf(path, sizeof path, "tests/golden/gpt/%s", file);
+    golden_module_at(be, ps, m, path, false);
+}
+
+/* The key-padding mask against torch's nn.MultiheadAttention with key_padding_mask
+ * (tools/ref/attn_mask_ref.py): output, input and parameter gradients. */
+static void test_golden_attention_masked(void **state) {
+    strix_backend *be = *state;
+    built b;
+    begin(&b, be);
+    strix_attention *a;
+    strix_attention_config cfg = attn_cfg(16, 2, NULL, false);
+    OK(strix_attention_new(&b.ps, "m", &cfg, &a));
+    b.m = &a->base;
+    golden_module_at(be, &b.ps, b.m, "tests/golden/attn_mask/attn_masked.bin", true);
+    release(&b);
 }
 
 static void test_golden_linear_layernorm(void **state) {
@@ -459,15 +607,6 @@ static void test_bad_configs(void **state) {
 // ---- main --------------------------------------------------------------------------------------
 
 // ---- the general module form (strix_module_io) -------------------------------------------------
-
-/* A host copy of a backend tensor (numel floats). */
-static float *host_of(strix_backend *be, const strix_tensor *t) {
-    return from_backend(be, t->data, (size_t)strix_tensor_numel(t));
-}
-
-static void assert_same_bits(const float *a, const float *b, size_t n) {
-    for (size_t i = 0; i < n; i++) assert_memory_equal(&a[i], &b[i], sizeof(float));
-}
 
 /* Embedding through the general form: alone it refuses the one-tensor forward; at the head of a
  * Sequential (Embedding -> Linear) forward_ex on ids, backward_ex and relevance_ex give exactly
@@ -616,9 +755,9 @@ static void test_io_attention_state(void **state) {
     assert_null(none);
     strix_module_io io = strix_module_io_of(&rows[0][0]);
     io.mask = &rows[0][1];
+    io.state = st[0]; /* a key mask is for full forwards, not decode steps */
     assert_int_equal(strix_module_forward_ex(&a->base, &io), STRIX_ERR_UNSUPPORTED);
     io.mask = NULL;
-    io.state = st[0];
     assert_int_equal(strix_module_forward_ex(&other->base, &io), STRIX_ERR_UNSUPPORTED);
     assert_int_equal(strix_module_forward_ex(&a2->base, &io), STRIX_ERR_ARG);
     // a Residual passes the state on to its f: y = x + the decode step of a2 on a2's state
@@ -656,11 +795,13 @@ int main(void) {
         BACKEND_TEST(test_fd_embedding),
         BACKEND_TEST(test_fd_layernorm),
         BACKEND_TEST(test_fd_attention),
+        BACKEND_TEST(test_fd_attention_masked),
         BACKEND_TEST(test_fd_mlp),
         BACKEND_TEST(test_fd_block),
         BACKEND_TEST(test_fd_gpt_loss),
         BACKEND_TEST(test_golden_linear_layernorm),
         BACKEND_TEST(test_golden_attention),
+        BACKEND_TEST(test_golden_attention_masked),
         BACKEND_TEST(test_golden_mlp_block),
         BACKEND_TEST(test_bad_configs),
         BACKEND_TEST(test_io_embedding_sequential),

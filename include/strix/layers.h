@@ -59,13 +59,8 @@ typedef struct strix_conv2d {
     strix_conv_geom geom;
     strix_param *weight, *bias; /* bias NULL without bias */
     bool need_input_grad;       /* false: backward skips dx (default true) */
-    int64_t N, H, W, OH, OW;    /* shape of the last forward */
-    strix_tensor x;             /* view of the input of the last forward */
-    strix_tensor col;           /* (N, P, Q) im2col of x, valid when col_valid (patches) */
-    bool col_valid;             /* col holds the patches of the last forward's x */
-    strix_tensor z;             /* (N, OC, OH, OW) pre-bias output */
-    strix_tensor out;           /* (N, OC, OH, OW); a view of z without bias */
-    strix_tensor dcol, dx;      /* relevance scratch (chunk, OC, Q); input grad (N, C, H, W) */
+    /* Opaque: the caches and scratch of the last calls (src/nn). */
+    struct strix_conv2d_work *work;
 } strix_conv2d;
 
 /* Declares `<prefix>.weight` (OC, C, kh, kw) and, with cfg->bias, `<prefix>.bias` (OC), both
@@ -75,7 +70,8 @@ typedef struct strix_conv2d {
 STRIX_API strix_status strix_conv2d_new(strix_params *ps, const char *prefix,
                                         const strix_conv2d_config *cfg, strix_conv2d **out);
 /* The im2col patches (N, P, Q) of the last forward's input (kept x, which must be unchanged),
- * built on the first call after each forward into m->col and reused until the next forward.
+ * built on the first call after each forward into the module's private buffer and reused until
+ * the next forward.
  * Backend errors pass through. */
 STRIX_API strix_status strix_conv2d_patches(strix_conv2d *m, const strix_tensor **col);
 
@@ -95,10 +91,8 @@ typedef struct strix_pool2d_config {
 typedef struct strix_maxpool2d {
     strix_module base;
     strix_conv_geom geom;
-    int64_t N, C, H, W, OH, OW;
-    int32_t *argmax;            /* backend, (N, C, OH, OW) */
-    size_t argmax_cap;
-    strix_tensor out, dx;
+    /* Opaque: the caches and scratch of the last calls (src/nn). */
+    struct strix_maxpool2d_work *work;
 } strix_maxpool2d;
 
 /* STRIX_ERR_ARG for a non-positive kernel or stride, or padding over half the kernel. */
@@ -116,9 +110,8 @@ typedef struct strix_avgpool2d {
     strix_conv_geom geom;       /* adaptive: set at each forward */
     bool adaptive;
     int64_t out_h, out_w;       /* adaptive only */
-    int64_t N, C, H, W, OH, OW;
-    strix_tensor x;             /* view of the input of the last forward (LRP) */
-    strix_tensor out, dx;
+    /* Opaque: the caches and scratch of the last calls (src/nn). */
+    struct strix_avgpool2d_work *work;
 } strix_avgpool2d;
 
 /* STRIX_ERR_ARG for a non-positive kernel or stride, or padding over half the kernel. */
@@ -147,16 +140,14 @@ typedef struct strix_batchnorm {
     int num_features;
     int in_ndim;                /* 4 for BatchNorm2d; 2 for BatchNorm1d (which also takes 3) */
     float eps, momentum;
-    bool training;
+    bool training;              /* read it with strix_module_training */
     bool folded;                /* strix_batchnorm_fold ran: forward/backward are the identity */
-    bool last_training;         /* mode of the last forward */
     strix_param *weight, *bias;                 /* γ (ones), β (zeros) */
     strix_param *running_mean, *running_var;    /* buffers: zeros, ones */
     strix_param *num_batches_tracked; /* buffer (1): a count stored as float; a 0-dim int64 in
                                        * state dicts, as PyTorch has it */
-    int64_t n, spatial;         /* last forward: examples, values per channel per example */
-    strix_tensor x;             /* view of the input of the last forward (LRP) */
-    strix_tensor out, xhat, std, dx, gamma_grad, beta_grad, one, zeros;
+    /* Opaque: the caches and scratch of the last calls (src/nn). */
+    struct strix_batchnorm_work *work;
 } strix_batchnorm;
 
 /* Declares `<prefix>.weight`, `.bias` (C) and the buffers `.running_mean`, `.running_var` (C),
@@ -178,6 +169,9 @@ STRIX_API strix_status strix_batchnorm1d_new(strix_params *ps, const char *prefi
  * PyTorch up to the factor 1/sqrt(1 + eps). STRIX_ERR_ARG when prev is neither, has no bias, its
  * output width differs from bn's channels, or bn is already folded. */
 STRIX_API strix_status strix_batchnorm_fold(strix_batchnorm *bn, strix_module *prev);
+/* The mode of bn's last forward (true: batch statistics), which its backward and relevance
+ * follow; bn->training is the mode of the next. False before the first forward. */
+STRIX_API bool strix_batchnorm_last_training(const strix_batchnorm *bn);
 
 /* PyTorch nn.GroupNorm (Wu & He 2018) over x (N, C, *): per (example, group of C/groups
  * channels) mean and biased variance; y = γ[c]·xhat + β[c]. γ/β grads `+=` (per-example sums
@@ -189,9 +183,8 @@ typedef struct strix_groupnorm {
     int num_groups, num_channels;
     float eps;
     strix_param *weight, *bias; /* ones, zeros */
-    int64_t n, spatial;
-    strix_tensor x;             /* view of the input of the last forward (LRP) */
-    strix_tensor out, xhat, std, dx, gamma_grad, beta_grad;
+    /* Opaque: the caches and scratch of the last calls (src/nn). */
+    struct strix_groupnorm_work *work;
 } strix_groupnorm;
 
 /* Declares `<prefix>.weight` and `.bias` (C). STRIX_ERR_ARG unless groups divides channels and
@@ -210,8 +203,8 @@ typedef struct strix_rmsnorm {
     int dim;
     float eps;
     strix_param *weight;        /* ones; NULL without elementwise affine */
-    strix_tensor x;             /* view of the input of the last forward */
-    strix_tensor out, rms, dx, terms;
+    /* Opaque: the caches and scratch of the last calls (src/nn). */
+    struct strix_rmsnorm_work *work;
 } strix_rmsnorm;
 
 /* Declares `<prefix>.weight` (dim) when `affine`. STRIX_ERR_ARG for dim <= 0 or eps <= 0. */
@@ -229,12 +222,10 @@ STRIX_API strix_status strix_rmsnorm_new(strix_params *ps, const char *prefix, i
 typedef struct strix_dropout {
     strix_module base;
     float p;
-    bool training;
+    bool training;              /* read it with strix_module_training */
     uint64_t seed, offset;      /* the next forward uses (seed, offset); both may be set */
-    uint64_t last_offset;       /* offset of the last forward's mask */
-    bool last_dropped;          /* the last forward applied a mask */
-    strix_tensor out, dx;       /* owned: the masked output and gradient */
-    strix_tensor ident_out, ident_dx; /* views: the identity's output and gradient */
+    /* Opaque: the caches and scratch of the last calls (src/nn). */
+    struct strix_dropout_work *work;
 } strix_dropout;
 
 /* STRIX_ERR_ARG unless 0 <= p <= 1. `seed` picks the mask stream (e.g. strix_seed_derive of the
@@ -251,8 +242,8 @@ STRIX_API strix_status strix_dropout_new(strix_backend *be, float p, uint64_t se
 typedef struct strix_activation {
     strix_module base;
     strix_act op;
-    strix_tensor x;             /* view of the input of the last forward */
-    strix_tensor out, dx;
+    /* Opaque: the caches and scratch of the last calls (src/nn). */
+    struct strix_activation_work *work;
 } strix_activation;
 
 /* STRIX_ERR_ARG for another op (NEG, EXP are not modules). */
@@ -264,9 +255,8 @@ STRIX_API strix_status strix_activation_new(strix_backend *be, strix_act op,
 typedef struct strix_flatten {
     strix_module base;
     int start_dim, end_dim;
-    int in_ndim;
-    int64_t in_shape[STRIX_MAX_DIMS];
-    strix_tensor out, dx;       /* views */
+    /* Opaque: the caches and scratch of the last calls (src/nn). */
+    struct strix_flatten_work *work;
 } strix_flatten;
 
 /* nn.Flatten() is (1, -1). Dims are checked at forward (STRIX_ERR_SHAPE when out of range). */
@@ -289,7 +279,8 @@ typedef struct strix_sequential {
     char prefix[STRIX_PARAM_NAME_MAX];
     strix_module **children;
     int count, cap;
-    strix_tensor out, dx;       /* identity views when empty */
+    /* Opaque: the caches and scratch of the last calls (src/nn). */
+    struct strix_sequential_work *work;
 } strix_sequential;
 
 /* An empty Sequential whose children live under `prefix` ("" at the top level: "0.weight").
@@ -312,8 +303,8 @@ STRIX_API strix_module *strix_sequential_at(const strix_sequential *s, int i);
 typedef struct strix_residual {
     strix_module base;
     strix_module *f;
-    strix_tensor x;             /* view of the input of the last forward */
-    strix_tensor out, dx;
+    /* Opaque: the caches and scratch of the last calls (src/nn). */
+    struct strix_residual_work *work;
 } strix_residual;
 
 /* Takes ownership of f, also on failure (STRIX_ERR_ALLOC; f is then freed). */

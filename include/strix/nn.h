@@ -15,6 +15,10 @@
  *     (valid until its next backward). backward always refers to the last forward.
  *   - Buffers grow with strix_tensor_ensure(), so after the first step of a given shape nothing
  *     is allocated.
+ *   - A module's public struct holds only its configuration, parameters (strix_param *) and
+ *     children; the caches of the last call and the scratch buffers are opaque (the `work`
+ *     member, defined in src/nn). What callers may read is behind accessors
+ *     (strix_linear_output, strix_block_output, strix_module_training, ...).
  *   - All computation goes through the backend primitives (strix/backend.h); data pointers are
  *     backend memory and are never dereferenced on the host here.
  *
@@ -146,6 +150,9 @@ typedef struct strix_module_i {
     /* A fresh state object for this module (NULL slot: the module has no state). */
     strix_status (*state_new)(strix_module *m, strix_module_state **out);
     void (*state_free)(strix_module *m, strix_module_state *st);
+    /* The current train/eval mode of a module that has one (BatchNorm, Dropout); NULL: the
+     * module has no mode of its own (containers: their children may have one). */
+    bool (*get_training)(const strix_module *m);
 } strix_module_i;
 
 /* Every module struct starts with this header, so a pointer to it is a strix_module. */
@@ -183,6 +190,13 @@ STRIX_API void strix_module_free(strix_module *m);
  * batch or running statistics, Dropout drops or is the identity; containers pass it to their
  * children; modules without a mode ignore it. Takes effect at the next forward. */
 STRIX_API void strix_module_set_training(strix_module *m, bool training);
+/* Whether m itself has a train/eval mode (its get_training slot; BatchNorm, Dropout), not
+ * counting its children. */
+STRIX_API bool strix_module_has_mode(const strix_module *m);
+/* m's own mode: true in training mode; true for a module without a mode of its own (it behaves
+ * the same in both, and modules start in training mode). Containers do not look at their
+ * children: walk them with the `child` slot. */
+STRIX_API bool strix_module_training(const strix_module *m);
 /* r_in = relevance(m, r_out) through the module's vtable with its current rule (m->rule), for
  * the last forward (STRIX_ERR_UNSUPPORTED for a NULL slot). r_in is owned by the module (or is
  * r_out itself for pass-through modules), valid until its next relevance call. The explainers
@@ -199,8 +213,8 @@ typedef struct strix_linear {
     int in_features, out_features;
     strix_param *weight, *bias; /* bias NULL without bias */
     bool need_input_grad;       /* false: backward skips dx (default true) */
-    strix_tensor x;             /* view of the input of the last forward */
-    strix_tensor out, dx;
+    /* Opaque: the caches and scratch of the last calls (src/nn). */
+    struct strix_linear_work *work;
 } strix_linear;
 
 /* Declares `<prefix>.weight` (out,in) with init N(0, init_std) and decay, and, if `bias`,
@@ -227,6 +241,13 @@ STRIX_API strix_status strix_linear_forward(strix_linear *m, const strix_tensor 
  * requires_grad clear (frozen) gets no gradient. */
 STRIX_API strix_status strix_linear_backward(strix_linear *m, const strix_tensor *dy,
                                              const strix_tensor **dx);
+/* The output y (..., out) of the last forward (the module's buffer, valid until its next
+ * forward; empty before the first). */
+STRIX_API const strix_tensor *strix_linear_output(const strix_linear *m);
+/* The input gradient dx (..., in) of the last backward, or the relevance of the input of the
+ * last relevance pass, which shares the buffer (valid until the next of either; empty before the
+ * first and when backward skipped dx). */
+STRIX_API const strix_tensor *strix_linear_input_grad(const strix_linear *m);
 
 // ---- Embedding ---------------------------------------------------------------------------------
 
@@ -239,10 +260,8 @@ typedef struct strix_embedding {
     strix_module base;
     int num_embeddings, dim;
     strix_param *weight;       /* (num, dim), init N(0, init_std), decay */
-    const int32_t *ids;        /* cached backend pointer of the last forward */
-    size_t count;
-    strix_tensor out;
-    strix_tensor rel, ones;    /* relevance: per-id sums, and a row of ones for them */
+    /* Opaque: the caches and scratch of the last calls (src/nn). */
+    struct strix_embedding_work *work;
 } strix_embedding;
 
 /* Declares `<prefix>.weight` (num, dim). STRIX_ERR_ALLOC / STRIX_ERR_ARG. */
@@ -273,8 +292,8 @@ typedef struct strix_layernorm {
     int dim;
     float eps;
     strix_param *weight, *bias; /* bias NULL without bias */
-    strix_tensor x;             /* view of the input of the last forward (relevance) */
-    strix_tensor out, xhat, row_std, dx, tmp;
+    /* Opaque: the caches and scratch of the last calls (src/nn). */
+    struct strix_layernorm_work *work;
 } strix_layernorm;
 
 /* Declares the parameters above for rows of `dim` values. STRIX_ERR_ARG (dim or eps <= 0),
@@ -341,6 +360,19 @@ STRIX_API strix_status strix_attention_new(strix_params *ps, const char *prefix,
 /* x (B,T,C), T <= block_size -> y (B,T,C). STRIX_ERR_SHAPE otherwise. */
 STRIX_API strix_status strix_attention_forward(strix_attention *m, const strix_tensor *x,
                                                const strix_tensor **y);
+/* strix_attention_forward with a key-padding mask on top of the causal one: keep (B,T) floats in
+ * backend memory, keep[b,j] = 1 lets every query of sequence b attend to key j, 0 masks it out
+ * (its score becomes -inf before the softmax, through strix_attention_mask_fill). That is the
+ * convention of a boolean attn_mask of torch's scaled_dot_product_attention (True = take part)
+ * and the NEGATION of nn.MultiheadAttention's key_padding_mask (True = ignore). A query whose
+ * keys are all masked gets probabilities 0 and gradient 0 (decisions.md, as PyTorch >= 2.5's
+ * SDPA; the output is c_proj's bias alone; torch 1.13 gives NaN). keep NULL: the causal mask
+ * alone. The module keeps a pointer to keep: leave it unchanged until backward and relevance,
+ * which follow the mask (masked probabilities are 0, so they get no gradient and no relevance).
+ * This is forward_ex with io.mask = keep. STRIX_ERR_SHAPE for a mask not (B,T). */
+STRIX_API strix_status strix_attention_forward_masked(strix_attention *m, const strix_tensor *x,
+                                                      const strix_tensor *keep,
+                                                      const strix_tensor **y);
 /* dy (B,T,C) -> dx (B,T,C); c_attn/c_proj grads `+=`. STRIX_ERR_ARG without a forward since the
  * last decode step. */
 STRIX_API strix_status strix_attention_backward(strix_attention *m, const strix_tensor *dy,
@@ -370,8 +402,8 @@ STRIX_API double strix_attention_softmax_gap(const strix_attention *m);
  * the module's own cache; in the general form (strix_module_forward_ex) a state object from
  * strix_module_state_new(&m->base, ...) is a cache of its own, one per sequence: io.in[0] = x,
  * io.state, io.pos run this step on that state (STRIX_ERR_ARG for another module's state).
- * Without a state, forward_ex is strix_attention_forward; io.mask must be NULL (the causal mask
- * is built in; STRIX_ERR_UNSUPPORTED otherwise). */
+ * Without a state, forward_ex is strix_attention_forward_masked with io.mask (NULL: the causal
+ * mask alone); a mask with a state is STRIX_ERR_UNSUPPORTED. */
 STRIX_API strix_status strix_attention_decode(strix_attention *m, const strix_tensor *x,
                                               int pos, const strix_tensor **y);
 
@@ -384,7 +416,8 @@ typedef struct strix_mlp {
     strix_module base;
     strix_linear *c_fc, *c_proj;
     strix_act act;  /* STRIX_ACT_GELU or STRIX_ACT_RELU */
-    strix_tensor h; /* activation output (..., d_ff) */
+    /* Opaque: the caches and scratch of the last calls (src/nn). */
+    struct strix_mlp_work *work;
 } strix_mlp;
 
 /* Declares `<prefix>.c_fc.*` (init init_std) and `<prefix>.c_proj.*` (init proj_init_std).
@@ -420,9 +453,8 @@ typedef struct strix_block {
     strix_layernorm *ln_1, *ln_2;
     strix_attention *attn;
     strix_mlp *mlp;
-    strix_tensor x;             /* view of the input of the last forward */
-    strix_tensor x1, out, dx1, dx;
-    strix_tensor rel_res, rel_branch, rel_in; /* relevance: residual share, branch share, r_in */
+    /* Opaque: the caches and scratch of the last calls (src/nn). */
+    struct strix_block_work *work;
 } strix_block;
 
 /* Declares `<prefix>.ln_1.*`, `<prefix>.attn.*`, `<prefix>.ln_2.*`, `<prefix>.mlp.*`. */
@@ -434,6 +466,12 @@ STRIX_API strix_status strix_block_forward(strix_block *m, const strix_tensor *x
 /* dy (B,T,C) -> dx (B,T,C); every parameter grad of the block `+=`. */
 STRIX_API strix_status strix_block_backward(strix_block *m, const strix_tensor *dy,
                                             const strix_tensor **dx);
+/* The output y (B,T,C) of the last forward or decode step (the module's buffer, valid until its
+ * next one; empty before the first). */
+STRIX_API const strix_tensor *strix_block_output(const strix_block *m);
+/* The relevance of the input (B,T,C) of the last strix_block_relevance, the *r_in it returned
+ * (the module's buffer, valid until its next relevance call; empty before the first). */
+STRIX_API const strix_tensor *strix_block_relevance_input(const strix_block *m);
 /* LRP of the last forward (the vtable's relevance slot), r_out (B,T,C) -> *r_in (B,T,C) owned by
  * the block: the epsilon split of y = x1 + mlp(...) (lrp_residual_split, m->base.rule.epsilon),
  * the MLP and ln_2 on the branch, their relevance added to x1's share; the same for x1 = x +

@@ -1,19 +1,16 @@
 /*
- * modes.c - saves and restores the training flags of a model's moded modules (BatchNorm,
- * Dropout), so an explainer can run in eval mode and leave the model as it found it.
+ * modes.c - saves and restores the training flags of a model's moded modules (those with a
+ * get_training slot: BatchNorm, Dropout), so an explainer can run in eval mode and leave the
+ * model as it found it. Only the module interface is used (no module internals).
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "explain/explain_internal.h"
-#include "strix/layers.h"
 
 static strix_status collect(strix_module *m, lrp_modes *l, int depth) {
     if (depth > 64) return strix_error(STRIX_ERR_ARG, "LRP: modules nested over 64 deep");
-    const char *t = m->vt->type;
-    bool bn = strcmp(t, "BatchNorm2d") == 0 || strcmp(t, "BatchNorm1d") == 0;
-    bool dropout = strcmp(t, "Dropout") == 0;
-    if (bn || dropout) {
+    if (strix_module_has_mode(m)) {
         if (l->count == l->cap) {
             int cap = l->cap ? 2 * l->cap : 16;
             strix_module **mods = realloc(l->mods, (size_t)cap * sizeof *mods);
@@ -25,8 +22,7 @@ static strix_status collect(strix_module *m, lrp_modes *l, int depth) {
             l->cap = cap;
         }
         l->mods[l->count] = m;
-        l->training[l->count] = bn ? ((strix_batchnorm *)m)->training
-                                   : ((strix_dropout *)m)->training;
+        l->training[l->count] = strix_module_training(m);
         l->count++;
     }
     if (m->vt->child)

@@ -12,11 +12,11 @@
 static strix_status act_forward(strix_module *mod, const strix_tensor *x, const strix_tensor **y) {
     strix_activation *m = (strix_activation *)mod;
     strix_backend *be = m->base.be;
-    STRIX_TRY(nn_ensure_same(be, &m->out, x));
-    m->x = nn_view_of(x);
+    STRIX_TRY(nn_ensure_same(be, &m->work->out, x));
+    m->work->x = nn_view_of(x);
     size_t n = (size_t)strix_tensor_numel(x);
-    if (n > 0) STRIX_TRY(strix_elementwise(be, m->op, x->data, m->out.data, n));
-    if (y) *y = &m->out;
+    if (n > 0) STRIX_TRY(strix_elementwise(be, m->op, x->data, m->work->out.data, n));
+    if (y) *y = &m->work->out;
     return STRIX_OK;
 }
 
@@ -24,11 +24,12 @@ static strix_status act_backward(strix_module *mod, const strix_tensor *dy,
                                  const strix_tensor **dx) {
     strix_activation *m = (strix_activation *)mod;
     strix_backend *be = m->base.be;
-    STRIX_TRY(nn_check_same(m->base.vt->type, dy, &m->out));
-    STRIX_TRY(nn_ensure_same(be, &m->dx, dy));
+    STRIX_TRY(nn_check_same(m->base.vt->type, dy, &m->work->out));
+    STRIX_TRY(nn_ensure_same(be, &m->work->dx, dy));
     size_t n = (size_t)strix_tensor_numel(dy);
-    if (n > 0) STRIX_TRY(strix_elementwise_backward(be, m->op, m->x.data, dy->data, m->dx.data, n));
-    if (dx) *dx = &m->dx;
+    if (n > 0) STRIX_TRY(strix_elementwise_backward(be, m->op, m->work->x.data, dy->data,
+                                                    m->work->dx.data, n));
+    if (dx) *dx = &m->work->dx;
     return STRIX_OK;
 }
 
@@ -36,15 +37,15 @@ static strix_status act_backward(strix_module *mod, const strix_tensor *dy,
 static strix_status act_relevance(strix_module *mod, const strix_tensor *r,
                                   const strix_tensor **r_in) {
     strix_activation *m = (strix_activation *)mod;
-    STRIX_TRY(nn_check_same(m->base.vt->type, r, &m->out));
+    STRIX_TRY(nn_check_same(m->base.vt->type, r, &m->work->out));
     if (r_in) *r_in = r;
     return STRIX_OK;
 }
 
 static void act_destroy(strix_module *mod) {
     strix_activation *m = (strix_activation *)mod;
-    strix_tensor_free(&m->out);
-    strix_tensor_free(&m->dx);
+    strix_tensor_free(&m->work->out);
+    strix_tensor_free(&m->work->dx);
     free(m);
 }
 
@@ -74,7 +75,8 @@ strix_status strix_activation_new(strix_backend *be, strix_act op, strix_activat
         return strix_error(STRIX_ERR_ARG, "activation module: op %d is not an activation layer",
                            (int)op);
     }
-    strix_activation *m = calloc(1, sizeof *m);
+    strix_activation *m = NULL;
+    NN_CALLOC_WITH_WORK(m);
     if (!m) return NN_ALLOC_FAIL(vt->type);
     m->base.vt = vt;
     m->base.be = be;

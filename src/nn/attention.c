@@ -15,7 +15,9 @@
  * of P·V and q·kᵀ in its gradient×input form (the backward's GEMMs on r/stab(2·o), times the
  * operands), the softmax rule on recomputed scores, the RoPE rule on the pre-rotation q, k.
  *
- * Not here: dropout, padding masks, GQA.
+ * Key padding masks (forward_ex's io.mask) fill the scores with -inf before the causal softmax;
+ * the relevance pass masks its recomputed scores the same way.
+ * Not here: dropout, GQA.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -29,6 +31,8 @@
  * strix_attention_softmax_gap. */
 struct strix_attention_work {
     int B, T;                            /* shape of the last forward; B 0 after a decode step */
+    const float *keep;                   /* the last forward's key mask (B,T) or NULL (kept
+                                          * pointer: relevance masks its recomputed scores) */
     strix_tensor att;                    /* (NH, B, T, T) probabilities */
     strix_tensor y;                      /* (B,T,C) head outputs before c_proj */
     strix_tensor datt;                   /* (NH, B, T, T) */
@@ -227,13 +231,23 @@ static strix_status rope_qk(strix_attention *m, float *qkv, size_t rows, size_t 
 
 strix_status strix_attention_forward(strix_attention *m, const strix_tensor *x,
                                      const strix_tensor **y) {
+    return strix_attention_forward_masked(m, x, NULL, y);
+}
+
+strix_status strix_attention_forward_masked(strix_attention *m, const strix_tensor *x,
+                                            const strix_tensor *keep, const strix_tensor **y) {
     if (x->ndim != 3 || x->shape[2] != m->C || x->shape[1] > m->block_size || x->shape[1] < 1)
         return strix_error(STRIX_ERR_SHAPE, "attention: input must be (B, T<=%d, %d)",
                            m->block_size, m->C);
+    if (keep && (keep->ndim != 2 || keep->shape[0] != x->shape[0] ||
+                 keep->shape[1] != x->shape[1]))
+        return strix_error(STRIX_ERR_SHAPE, "attention: the key mask must be (B, T) = (%lld, %lld)",
+                           (long long)x->shape[0], (long long)x->shape[1]);
     strix_backend *be = m->base.be;
     size_t B = (size_t)x->shape[0], T = (size_t)x->shape[1], C = (size_t)m->C, NH = (size_t)m->NH;
     m->work->B = (int)B;
     m->work->T = (int)T;
+    m->work->keep = keep ? keep->data : NULL;
     const strix_tensor *qkv_t;
     STRIX_TRY(strix_linear_forward(m->c_attn, x, &qkv_t));
     float *qkv = qkv_t->data;
@@ -254,6 +268,11 @@ strix_status strix_attention_forward(strix_attention *m, const strix_tensor *x,
             .m = T, .k = hs, .n = T, .batch = B, .alpha = 1.0f, .beta = 0.0f,
             .skip = STRIX_GEMM_OUT_LOWER};
         STRIX_TRY(strix_gemm_batched(be, &s));
+        // key padding: -inf where keep[b,j] == 0 (scale·-inf stays -inf; P is 0 there, so the
+        // backward's softmax gradient is 0 there too)
+        if (keep)
+            STRIX_TRY(strix_attention_mask_fill(be, att, keep->data, B, 1, T, T, false, 0, 0,
+                                                -INFINITY));
         STRIX_TRY(strix_attn_softmax_causal(be, att, att, B, T, head_scale((int)hs)));
         // y_h (T,hs) = P (T,T) · v_h (T,hs), written at the head's columns of (B,T,C)
         strix_gemm_batch o = {
@@ -276,9 +295,9 @@ strix_status strix_attention_backward(strix_attention *m, const strix_tensor *dy
     size_t B = (size_t)m->work->B, T = (size_t)m->work->T, C = (size_t)m->C, NH = (size_t)m->NH;
     const strix_tensor *dyh_t;
     STRIX_TRY(strix_linear_backward(m->c_proj, dy, &dyh_t));
-    const float *dyh = dyh_t->data, *qkv = m->c_attn->out.data;
+    const float *dyh = dyh_t->data, *qkv = m->c_attn->work->out.data;
     STRIX_TRY(strix_tensor_ensure(be, &m->work->datt, 4, m->work->att.shape));
-    STRIX_TRY(strix_tensor_ensure(be, &m->work->dqkv, 3, m->c_attn->out.shape));
+    STRIX_TRY(strix_tensor_ensure(be, &m->work->dqkv, 3, m->c_attn->work->out.shape));
     float *dqkv = m->work->dqkv.data;
     for (size_t h = 0; h < NH && B > 0; h++) {
         size_t hs = (size_t)m->head_size[h], off = (size_t)m->head_off[h];
@@ -333,9 +352,10 @@ static strix_status rope_relevance(strix_attention *m, float *g, float eps) {
     strix_backend *be = m->base.be;
     strix_linear *l = m->c_attn;
     size_t rows = (size_t)m->work->B * (size_t)m->work->T, C = (size_t)m->C, ld = 3 * C;
-    STRIX_TRY(strix_tensor_ensure(be, &m->work->lrp_raw, l->out.ndim, l->out.shape));
+    STRIX_TRY(strix_tensor_ensure(be, &m->work->lrp_raw, l->work->out.ndim, l->work->out.shape));
     float *raw = m->work->lrp_raw.data;
-    STRIX_TRY(strix_gemm_ex(be, l->x.data, false, l->weight->data, true, raw, rows, C, ld, 0.0f));
+    STRIX_TRY(strix_gemm_ex(be, l->work->x.data, false, l->weight->data, true, raw, rows, C, ld,
+                            0.0f));
     if (l->bias) STRIX_TRY(strix_add_row_vector(be, raw, l->bias->data, raw, rows, ld));
     size_t hs_max = 0;
     for (int h = 0; h < m->NH; h++)
@@ -343,7 +363,7 @@ static strix_status rope_relevance(strix_attention *m, float *g, float eps) {
     int64_t shape[3] = {3, (int64_t)rows, (int64_t)hs_max};
     STRIX_TRY(strix_tensor_ensure(be, &m->work->lrp_rope, 3, shape));
     float *xs = m->work->lrp_rope.data, *ys = xs + rows * hs_max, *rs = ys + rows * hs_max;
-    const float *qkv = l->out.data;
+    const float *qkv = l->work->out.data;
     for (int h = 0; h < m->NH; h++) {
         size_t hs = (size_t)m->head_size[h];
         const float *cs = m->rope_cos + m->rope_off[h], *sn = m->rope_sin + m->rope_off[h];
@@ -373,7 +393,7 @@ strix_status strix_attention_relevance(strix_attention *m, const strix_tensor *r
     if (m->work->B <= 0)
         return strix_error(STRIX_ERR_ARG, "attention relevance: needs a forward first (a decode "
                                           "step overwrites the forward's buffers)");
-    STRIX_TRY(nn_check_same("attention relevance", r_out, &m->c_proj->out));
+    STRIX_TRY(nn_check_same("attention relevance", r_out, &m->c_proj->work->out));
     size_t B = (size_t)m->work->B, T = (size_t)m->work->T, C = (size_t)m->C, NH = (size_t)m->NH;
     size_t n = B * T * C, tt = B * T * T;
     float eps = m->base.rule.epsilon;
@@ -390,9 +410,9 @@ strix_status strix_attention_relevance(strix_attention *m, const strix_tensor *r
     STRIX_TRY(strix_tensor_ensure(be, &m->work->lrp_p, 3, tshape));
     STRIX_TRY(strix_tensor_ensure(be, &m->work->lrp_s, 3, tshape));
     STRIX_TRY(strix_tensor_ensure(be, &m->work->lrp_x, 3, tshape));
-    STRIX_TRY(strix_tensor_ensure(be, &m->work->lrp_qkv, m->c_attn->out.ndim,
-                                  m->c_attn->out.shape));
-    const float *qkv = m->c_attn->out.data; /* q, k rotated when RoPE is on */
+    STRIX_TRY(strix_tensor_ensure(be, &m->work->lrp_qkv, m->c_attn->work->out.ndim,
+                                  m->c_attn->work->out.shape));
+    const float *qkv = m->c_attn->work->out.data; /* q, k rotated when RoPE is on */
     float *g = m->work->lrp_qkv.data, *rp = m->work->lrp_p.data, *s = m->work->lrp_s.data;
     float *x = m->work->lrp_x.data;
     for (size_t h = 0; h < NH; h++) {
@@ -422,7 +442,8 @@ strix_status strix_attention_relevance(strix_attention *m, const strix_tensor *r
             .m = T, .k = hs, .n = T, .batch = B, .alpha = 1.0f, .beta = 0.0f};
         STRIX_TRY(strix_gemm_batched(be, &gs));
         STRIX_TRY(strix_axpby(be, head_scale((int)hs), s, 0.0f, NULL, x, tt));
-        STRIX_TRY(strix_attention_mask_fill(be, x, NULL, B, 1, T, T, true, 0, 0, -INFINITY));
+        STRIX_TRY(strix_attention_mask_fill(be, x, m->work->keep, B, 1, T, T, true, 0, 0,
+                                            -INFINITY));
         // softmax rule r_x = x·(r_P − P·Σr_P) in place; the scale passes relevance on
         float sum_p = 0.0f, sum_x = 0.0f;
         STRIX_TRY(strix_sum(be, rp, tt, &sum_p));
@@ -537,9 +558,9 @@ static strix_status vt_forward_ex(strix_module *mod, strix_module_io *io) {
     strix_attention *m = (strix_attention *)mod;
     if (io->n_in != 1 || !io->in[0] || io->ids)
         return strix_error(STRIX_ERR_UNSUPPORTED, "attention takes one float input (B,T,C)");
-    if (io->mask)
-        return strix_error(STRIX_ERR_UNSUPPORTED, "attention: only its built-in causal mask is "
-                           "supported (io.mask must be NULL)");
+    if (io->mask && io->state)
+        return strix_error(STRIX_ERR_UNSUPPORTED, "attention: a key mask with a decode state is "
+                           "not supported");
     const strix_tensor *y;
     if (io->state) {
         if (io->state->owner != mod)
@@ -547,7 +568,7 @@ static strix_status vt_forward_ex(strix_module *mod, strix_module_io *io) {
         attn_state *st = (attn_state *)io->state;
         STRIX_TRY(decode_step(m, &st->kv_cache, &st->dec_att, io->in[0], io->pos, &y));
     } else {
-        STRIX_TRY(strix_attention_forward(m, io->in[0], &y));
+        STRIX_TRY(strix_attention_forward_masked(m, io->in[0], io->mask, &y));
     }
     io->n_out = 1;
     io->out[0] = y;

@@ -21,8 +21,9 @@ static strix_status bn_backward(strix_module *mod, const strix_tensor *dy,
 
 static void bn_destroy(strix_module *mod) {
     strix_batchnorm *m = (strix_batchnorm *)mod;
-    strix_tensor *ts[] = {&m->out, &m->xhat, &m->std, &m->dx, &m->gamma_grad, &m->beta_grad,
-                          &m->one, &m->zeros};
+    strix_tensor *ts[] = {&m->work->out, &m->work->xhat, &m->work->std, &m->work->dx,
+                          &m->work->gamma_grad, &m->work->beta_grad, &m->work->one,
+                          &m->work->zeros};
     for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) strix_tensor_free(ts[i]);
     free(m);
 }
@@ -34,13 +35,16 @@ static void bn_set_training(strix_module *mod, bool training) {
 static strix_status bn_relevance(strix_module *mod, const strix_tensor *r,
                                  const strix_tensor **r_in);
 
+static bool bn_get_training(const strix_module *mod) {
+    return ((const strix_batchnorm *)mod)->training;
+}
 static const strix_module_i bn2d_vt = {
     .type = "BatchNorm2d", .forward = bn_forward, .backward = bn_backward, .destroy = bn_destroy,
-    .set_training = bn_set_training, .relevance = bn_relevance,
+    .set_training = bn_set_training, .get_training = bn_get_training, .relevance = bn_relevance,
     .supports_rule = lrp_supports_all};
 static const strix_module_i bn1d_vt = {
     .type = "BatchNorm1d", .forward = bn_forward, .backward = bn_backward, .destroy = bn_destroy,
-    .set_training = bn_set_training, .relevance = bn_relevance,
+    .set_training = bn_set_training, .get_training = bn_get_training, .relevance = bn_relevance,
     .supports_rule = lrp_supports_all};
 
 static strix_status bn_new(strix_params *ps, const char *prefix, int C, float eps,
@@ -56,7 +60,8 @@ static strix_status bn_new(strix_params *ps, const char *prefix, int C, float ep
                                           "num_batches_tracked"};
     char names[5][STRIX_PARAM_NAME_MAX];
     for (int i = 0; i < 5; i++) STRIX_TRY(nn_name(names[i], prefix, suffix[i]));
-    strix_batchnorm *m = calloc(1, sizeof *m);
+    strix_batchnorm *m = NULL;
+    NN_CALLOC_WITH_WORK(m);
     if (!m) return NN_ALLOC_FAIL(vt->type);
     m->base.vt = vt;
     m->base.be = ps->be;
@@ -66,8 +71,8 @@ static strix_status bn_new(strix_params *ps, const char *prefix, int C, float ep
     m->momentum = momentum;
     m->training = true;
     int64_t shape[1] = {C}, one[1] = {1};
-    strix_status s = strix_tensor_new(ps->be, 1, one, &m->one);
-    if (s == STRIX_OK) s = strix_fill(ps->be, m->one.data, 1.0f, 1);
+    strix_status s = strix_tensor_new(ps->be, 1, one, &m->work->one);
+    if (s == STRIX_OK) s = strix_fill(ps->be, m->work->one.data, 1.0f, 1);
     if (s != STRIX_OK) {
         free(m);
         return s;
@@ -82,7 +87,7 @@ static strix_status bn_new(strix_params *ps, const char *prefix, int C, float ep
     if (m->running_var)
         m->num_batches_tracked = strix_params_add_buffer(ps, names[4], 1, one, STRIX_INIT_ZEROS);
     if (!m->num_batches_tracked) {
-        strix_tensor_free(&m->one);
+        strix_tensor_free(&m->work->one);
         free(m);
         return NN_ALLOC_FAIL(vt->type);
     }
@@ -116,10 +121,10 @@ static strix_status bn_forward(strix_module *mod, const strix_tensor *x, const s
     strix_batchnorm *m = (strix_batchnorm *)mod;
     STRIX_ASSERT(m->weight->data != NULL, "BatchNorm: parameters not allocated");
     STRIX_TRY(bn_check(m, x));
-    m->x = nn_view_of(x);
+    m->work->x = nn_view_of(x);
     if (m->folded) {
-        m->out = nn_view_of(x);
-        if (y) *y = &m->out;
+        m->work->out = nn_view_of(x);
+        if (y) *y = &m->work->out;
         return STRIX_OK;
     }
     strix_backend *be = m->base.be;
@@ -128,63 +133,68 @@ static strix_status bn_forward(strix_module *mod, const strix_tensor *x, const s
     if (m->training && n * spatial < 2)
         return strix_error(STRIX_ERR_SHAPE, "%s: expected more than 1 value per channel when "
                            "training (input has %zu)", m->base.vt->type, n * spatial);
-    STRIX_TRY(nn_ensure_same(be, &m->out, x));
-    STRIX_TRY(nn_ensure_same(be, &m->xhat, x));
-    STRIX_TRY(nn_ensure1(be, &m->std, (int64_t)C));
-    m->n = (int64_t)n;
-    m->spatial = (int64_t)spatial;
-    m->last_training = m->training;
+    STRIX_TRY(nn_ensure_same(be, &m->work->out, x));
+    STRIX_TRY(nn_ensure_same(be, &m->work->xhat, x));
+    STRIX_TRY(nn_ensure1(be, &m->work->std, (int64_t)C));
+    m->work->n = (int64_t)n;
+    m->work->spatial = (int64_t)spatial;
+    m->work->last_training = m->training;
     if (m->training) {
         STRIX_TRY(strix_batch_norm_forward(be, x->data, m->weight->data, m->bias->data,
-                                           m->xhat.data, m->out.data, m->std.data, n, C, spatial,
-                                           m->eps));
+                                           m->work->xhat.data, m->work->out.data, m->work->std.data,
+                                           n, C, spatial, m->eps));
         STRIX_TRY(strix_batch_norm_update_running(be, x->data, m->running_mean->data,
                                                   m->running_var->data, n, C, spatial,
                                                   m->momentum));
-        STRIX_TRY(strix_add(be, m->num_batches_tracked->data, m->one.data,
+        STRIX_TRY(strix_add(be, m->num_batches_tracked->data, m->work->one.data,
                             m->num_batches_tracked->data, 1));
     } else if (n > 0) {
         STRIX_TRY(strix_batch_norm_eval_forward(be, x->data, m->weight->data, m->bias->data,
                                                 m->running_mean->data, m->running_var->data,
-                                                m->xhat.data, m->out.data, m->std.data, n, C,
-                                                spatial, m->eps));
+                                                m->work->xhat.data, m->work->out.data,
+                                                m->work->std.data, n, C, spatial, m->eps));
     }
-    if (y) *y = &m->out;
+    if (y) *y = &m->work->out;
     return STRIX_OK;
 }
 
 static strix_status bn_backward(strix_module *mod, const strix_tensor *dy,
                                 const strix_tensor **dx) {
     strix_batchnorm *m = (strix_batchnorm *)mod;
-    STRIX_TRY(nn_check_same(m->base.vt->type, dy, &m->out));
+    STRIX_TRY(nn_check_same(m->base.vt->type, dy, &m->work->out));
     if (m->folded) {
-        m->dx = nn_view_of(dy);
-        if (dx) *dx = &m->dx;
+        m->work->dx = nn_view_of(dy);
+        if (dx) *dx = &m->work->dx;
         return STRIX_OK;
     }
     strix_backend *be = m->base.be;
-    size_t n = (size_t)m->n, C = (size_t)m->num_features, spatial = (size_t)m->spatial;
+    size_t n = (size_t)m->work->n, C = (size_t)m->num_features, spatial = (size_t)m->work->spatial;
     bool gw = nn_wants_grad(m->weight), gb = nn_wants_grad(m->bias);
-    STRIX_TRY(nn_ensure_same(be, &m->dx, dy));
-    STRIX_TRY(nn_ensure1(be, &m->gamma_grad, (int64_t)C));
-    STRIX_TRY(nn_ensure1(be, &m->beta_grad, (int64_t)C));
-    float *gg = gw ? m->gamma_grad.data : NULL, *bg = gb ? m->beta_grad.data : NULL;
+    STRIX_TRY(nn_ensure_same(be, &m->work->dx, dy));
+    STRIX_TRY(nn_ensure1(be, &m->work->gamma_grad, (int64_t)C));
+    STRIX_TRY(nn_ensure1(be, &m->work->beta_grad, (int64_t)C));
+    float *gg = gw ? m->work->gamma_grad.data : NULL, *bg = gb ? m->work->beta_grad.data : NULL;
     if (n * spatial > 0) {
-        if (m->last_training)
-            STRIX_TRY(strix_batch_norm_backward(be, dy->data, m->weight->data, m->xhat.data,
-                                                m->std.data, m->dx.data, gg, bg, n, C, spatial));
+        if (m->work->last_training)
+            STRIX_TRY(strix_batch_norm_backward(be, dy->data, m->weight->data, m->work->xhat.data,
+                                                m->work->std.data, m->work->dx.data, gg, bg, n, C,
+                                                spatial));
         else
-            STRIX_TRY(strix_batch_norm_eval_backward(be, dy->data, m->weight->data, m->xhat.data,
-                                                     m->std.data, m->dx.data, gg, bg, n, C,
-                                                     spatial));
-        STRIX_TRY(nn_add_grad(be, m->weight, m->gamma_grad.data, C));
-        STRIX_TRY(nn_add_grad(be, m->bias, m->beta_grad.data, C));
+            STRIX_TRY(strix_batch_norm_eval_backward(be, dy->data, m->weight->data,
+                                                     m->work->xhat.data, m->work->std.data,
+                                                     m->work->dx.data, gg, bg, n, C, spatial));
+        STRIX_TRY(nn_add_grad(be, m->weight, m->work->gamma_grad.data, C));
+        STRIX_TRY(nn_add_grad(be, m->bias, m->work->beta_grad.data, C));
     }
-    if (dx) *dx = &m->dx;
+    if (dx) *dx = &m->work->dx;
     return STRIX_OK;
 }
 
 // ---- folding -----------------------------------------------------------------------------------
+
+bool strix_batchnorm_last_training(const strix_batchnorm *bn) {
+    return bn->work->last_training;
+}
 
 strix_status strix_batchnorm_fold(strix_batchnorm *bn, strix_module *prev) {
     STRIX_ASSERT(bn && prev, "batchnorm_fold: NULL argument");
@@ -217,29 +227,31 @@ strix_status strix_batchnorm_fold(strix_batchnorm *bn, strix_module *prev) {
     strix_backend *be = bn->base.be;
     size_t C = rows;
     // scratch: zeros (C) stand for a zero mean and shift; out/xhat hold one (1, C, inner) pass
-    STRIX_TRY(nn_ensure1(be, &bn->zeros, (int64_t)C));
-    STRIX_TRY(strix_fill(be, bn->zeros.data, 0.0f, C));
-    STRIX_TRY(nn_ensure4(be, &bn->out, 1, (int64_t)C, (int64_t)inner, 1));
-    STRIX_TRY(nn_ensure4(be, &bn->xhat, 1, (int64_t)C, (int64_t)inner, 1));
-    STRIX_TRY(nn_ensure1(be, &bn->std, (int64_t)C));
+    STRIX_TRY(nn_ensure1(be, &bn->work->zeros, (int64_t)C));
+    STRIX_TRY(strix_fill(be, bn->work->zeros.data, 0.0f, C));
+    STRIX_TRY(nn_ensure4(be, &bn->work->out, 1, (int64_t)C, (int64_t)inner, 1));
+    STRIX_TRY(nn_ensure4(be, &bn->work->xhat, 1, (int64_t)C, (int64_t)inner, 1));
+    STRIX_TRY(nn_ensure1(be, &bn->work->std, (int64_t)C));
     // b' = γ·(b − running_mean)/std + β: the eval BatchNorm of b seen as (1, C, 1)
     STRIX_TRY(strix_batch_norm_eval_forward(be, b->data, bn->weight->data, bn->bias->data,
                                             bn->running_mean->data, bn->running_var->data,
-                                            bn->xhat.data, bn->out.data, bn->std.data, 1, C, 1,
-                                            bn->eps));
-    STRIX_TRY(strix_copy(be, b->data, bn->out.data, C * sizeof(float), STRIX_COPY_D2D));
+                                            bn->work->xhat.data, bn->work->out.data,
+                                            bn->work->std.data, 1, C, 1, bn->eps));
+    STRIX_TRY(strix_copy(be, b->data, bn->work->out.data, C * sizeof(float), STRIX_COPY_D2D));
     // W' = γ·(W − 0)/std + 0: the eval BatchNorm of W seen as (1, C, inner)
-    STRIX_TRY(strix_batch_norm_eval_forward(be, w->data, bn->weight->data, bn->zeros.data,
-                                            bn->zeros.data, bn->running_var->data, bn->xhat.data,
-                                            bn->out.data, bn->std.data, 1, C, inner, bn->eps));
-    STRIX_TRY(strix_copy(be, w->data, bn->out.data, C * inner * sizeof(float), STRIX_COPY_D2D));
+    STRIX_TRY(strix_batch_norm_eval_forward(be, w->data, bn->weight->data, bn->work->zeros.data,
+                                            bn->work->zeros.data, bn->running_var->data,
+                                            bn->work->xhat.data, bn->work->out.data,
+                                            bn->work->std.data, 1, C, inner, bn->eps));
+    STRIX_TRY(strix_copy(be, w->data, bn->work->out.data, C * inner * sizeof(float),
+                         STRIX_COPY_D2D));
     STRIX_TRY(strix_fill(be, bn->weight->data, 1.0f, C));
     STRIX_TRY(strix_fill(be, bn->bias->data, 0.0f, C));
     STRIX_TRY(strix_fill(be, bn->running_mean->data, 0.0f, C));
     STRIX_TRY(strix_fill(be, bn->running_var->data, 1.0f, C));
     // from now on out/dx are views of the input/gradient: release the owned buffers
-    strix_tensor *ts[] = {&bn->out, &bn->xhat, &bn->std, &bn->dx, &bn->gamma_grad,
-                          &bn->beta_grad, &bn->zeros};
+    strix_tensor *ts[] = {&bn->work->out, &bn->work->xhat, &bn->work->std, &bn->work->dx,
+                          &bn->work->gamma_grad, &bn->work->beta_grad, &bn->work->zeros};
     for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) strix_tensor_free(ts[i]);
     bn->folded = true;
     return STRIX_OK;
@@ -253,31 +265,31 @@ strix_status strix_batchnorm_fold(strix_batchnorm *bn, strix_module *prev) {
 static strix_status bn_relevance(strix_module *mod, const strix_tensor *r,
                                  const strix_tensor **r_in) {
     strix_batchnorm *m = (strix_batchnorm *)mod;
-    STRIX_TRY(nn_check_same(m->base.vt->type, r, &m->out));
+    STRIX_TRY(nn_check_same(m->base.vt->type, r, &m->work->out));
     if (m->folded) {
         if (r_in) *r_in = r;
         return STRIX_OK;
     }
     strix_backend *be = m->base.be;
-    size_t n = (size_t)m->n, C = (size_t)m->num_features, spatial = (size_t)m->spatial;
+    size_t n = (size_t)m->work->n, C = (size_t)m->num_features, spatial = (size_t)m->work->spatial;
     size_t total = n * C * spatial;
-    STRIX_TRY(nn_ensure_same(be, &m->dx, r));
+    STRIX_TRY(nn_ensure_same(be, &m->work->dx, r));
     if (total > 0) {
         float *block;
         STRIX_TRY(lrp_scratch(be, 2 * total, &block));
         float *z = block, *ratio = block + total;
         const strix_lrp_rule *rule = &m->base.rule;
-        strix_status s = strix_batch_norm_eval_backward(be, m->x.data, m->weight->data,
-                                                        m->xhat.data, m->std.data, z, NULL, NULL,
-                                                        n, C, spatial);
+        strix_status s = strix_batch_norm_eval_backward(be, m->work->x.data, m->weight->data,
+                                                        m->work->xhat.data, m->work->std.data, z,
+                                                        NULL, NULL, n, C, spatial);
         if (s == STRIX_OK)
             s = strix_lrp_stabilized_divide(be, r->data,
-                                            rule->bias_in_denominator ? m->out.data : z, NULL,
+                                            rule->bias_in_denominator ? m->work->out.data : z, NULL,
                                             ratio, total, rule->epsilon, STRIX_LRP_GATE_NONE);
-        if (s == STRIX_OK) s = strix_mul(be, z, ratio, m->dx.data, total);
+        if (s == STRIX_OK) s = strix_mul(be, z, ratio, m->work->dx.data, total);
         strix_free(be, block);
         STRIX_TRY(s);
     }
-    if (r_in) *r_in = &m->dx;
+    if (r_in) *r_in = &m->work->dx;
     return STRIX_OK;
 }

@@ -21,8 +21,8 @@ static void vt_destroy(strix_module *m) {
     if (b->attn) strix_module_free(&b->attn->base);
     if (b->ln_2) strix_module_free(&b->ln_2->base);
     if (b->mlp) strix_module_free(&b->mlp->base);
-    strix_tensor *ts[] = {&b->x1,      &b->out,        &b->dx1,   &b->dx,
-                          &b->rel_res, &b->rel_branch, &b->rel_in};
+    strix_tensor *ts[] = {&b->work->x1,      &b->work->out,        &b->work->dx1,   &b->work->dx,
+                          &b->work->rel_res, &b->work->rel_branch, &b->work->rel_in};
     for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) strix_tensor_free(ts[i]);
     free(b);
 }
@@ -54,7 +54,8 @@ strix_status strix_block_new(strix_params *ps, const char *prefix, const strix_b
     int C = cfg->attn.d_model;
     int d_ff = cfg->d_ff > 0 ? cfg->d_ff : 4 * C;
     char name[STRIX_PARAM_NAME_MAX];
-    strix_block *m = calloc(1, sizeof *m);
+    strix_block *m = NULL;
+    NN_CALLOC_WITH_WORK(m);
     if (!m) return NN_ALLOC_FAIL("Block");
     m->base.vt = &block_vt;
     m->base.be = ps->be;
@@ -83,35 +84,41 @@ strix_status strix_block_new(strix_params *ps, const char *prefix, const strix_b
 strix_status strix_block_forward(strix_block *m, const strix_tensor *x, const strix_tensor **y) {
     strix_backend *be = m->base.be;
     const strix_tensor *a, *b;
-    m->x = nn_view_of(x); /* relevance splits x1 = x + attn(...) */
+    m->work->x = nn_view_of(x); /* relevance splits x1 = x + attn(...) */
     STRIX_TRY(strix_layernorm_forward(m->ln_1, x, &a));
     STRIX_TRY(strix_attention_forward(m->attn, a, &b));
-    STRIX_TRY(strix_tensor_ensure(be, &m->x1, x->ndim, x->shape));
+    STRIX_TRY(strix_tensor_ensure(be, &m->work->x1, x->ndim, x->shape));
     size_t n = (size_t)strix_tensor_numel(x);
-    if (n > 0) STRIX_TRY(strix_add(be, x->data, b->data, m->x1.data, n));
-    STRIX_TRY(strix_layernorm_forward(m->ln_2, &m->x1, &a));
+    if (n > 0) STRIX_TRY(strix_add(be, x->data, b->data, m->work->x1.data, n));
+    STRIX_TRY(strix_layernorm_forward(m->ln_2, &m->work->x1, &a));
     STRIX_TRY(strix_mlp_forward(m->mlp, a, &b));
-    STRIX_TRY(strix_tensor_ensure(be, &m->out, x->ndim, x->shape));
-    if (n > 0) STRIX_TRY(strix_add(be, m->x1.data, b->data, m->out.data, n));
-    if (y) *y = &m->out;
+    STRIX_TRY(strix_tensor_ensure(be, &m->work->out, x->ndim, x->shape));
+    if (n > 0) STRIX_TRY(strix_add(be, m->work->x1.data, b->data, m->work->out.data, n));
+    if (y) *y = &m->work->out;
     return STRIX_OK;
+}
+
+const strix_tensor *strix_block_output(const strix_block *m) { return &m->work->out; }
+
+const strix_tensor *strix_block_relevance_input(const strix_block *m) {
+    return &m->work->rel_in;
 }
 
 strix_status strix_block_backward(strix_block *m, const strix_tensor *dy,
                                   const strix_tensor **dx) {
     strix_backend *be = m->base.be;
-    STRIX_TRY(nn_check_same("Block", dy, &m->out));
+    STRIX_TRY(nn_check_same("Block", dy, &m->work->out));
     size_t n = (size_t)strix_tensor_numel(dy);
     const strix_tensor *g;
     STRIX_TRY(strix_mlp_backward(m->mlp, dy, &g));
     STRIX_TRY(strix_layernorm_backward(m->ln_2, g, &g));
-    STRIX_TRY(strix_tensor_ensure(be, &m->dx1, dy->ndim, dy->shape));
-    if (n > 0) STRIX_TRY(strix_add(be, dy->data, g->data, m->dx1.data, n));
-    STRIX_TRY(strix_attention_backward(m->attn, &m->dx1, &g));
+    STRIX_TRY(strix_tensor_ensure(be, &m->work->dx1, dy->ndim, dy->shape));
+    if (n > 0) STRIX_TRY(strix_add(be, dy->data, g->data, m->work->dx1.data, n));
+    STRIX_TRY(strix_attention_backward(m->attn, &m->work->dx1, &g));
     STRIX_TRY(strix_layernorm_backward(m->ln_1, g, &g));
-    STRIX_TRY(strix_tensor_ensure(be, &m->dx, dy->ndim, dy->shape));
-    if (n > 0) STRIX_TRY(strix_add(be, m->dx1.data, g->data, m->dx.data, n));
-    if (dx) *dx = &m->dx;
+    STRIX_TRY(strix_tensor_ensure(be, &m->work->dx, dy->ndim, dy->shape));
+    if (n > 0) STRIX_TRY(strix_add(be, m->work->dx1.data, g->data, m->work->dx.data, n));
+    if (dx) *dx = &m->work->dx;
     return STRIX_OK;
 }
 
@@ -125,30 +132,31 @@ static strix_status sub_relevance(strix_module *m, const strix_tensor *r, const 
 strix_status strix_block_relevance(strix_block *m, const strix_tensor *r_out,
                                    const strix_tensor **r_in) {
     strix_backend *be = m->base.be;
-    STRIX_TRY(nn_check_same("Block relevance", r_out, &m->out));
-    STRIX_TRY(nn_check_same("Block relevance", r_out, &m->x));
+    STRIX_TRY(nn_check_same("Block relevance", r_out, &m->work->out));
+    STRIX_TRY(nn_check_same("Block relevance", r_out, &m->work->x));
     size_t n = (size_t)strix_tensor_numel(r_out);
     float eps = m->base.rule.epsilon;
-    STRIX_TRY(strix_tensor_ensure(be, &m->rel_res, r_out->ndim, r_out->shape));
-    STRIX_TRY(strix_tensor_ensure(be, &m->rel_branch, r_out->ndim, r_out->shape));
-    STRIX_TRY(strix_tensor_ensure(be, &m->rel_in, r_out->ndim, r_out->shape));
+    STRIX_TRY(strix_tensor_ensure(be, &m->work->rel_res, r_out->ndim, r_out->shape));
+    STRIX_TRY(strix_tensor_ensure(be, &m->work->rel_branch, r_out->ndim, r_out->shape));
+    STRIX_TRY(strix_tensor_ensure(be, &m->work->rel_in, r_out->ndim, r_out->shape));
     const strix_tensor *r;
     // y = x1 + mlp(ln_2(x1))
     if (n > 0)
-        STRIX_TRY(strix_lrp_residual_split(be, m->x1.data, m->mlp->c_proj->out.data, r_out->data,
-                                           m->rel_res.data, m->rel_branch.data, n, eps));
-    STRIX_TRY(sub_relevance(&m->mlp->base, &m->rel_branch, &r));
-    STRIX_TRY(strix_layernorm_relevance(m->ln_2, &m->x1, r, &r));
-    if (n > 0) STRIX_TRY(strix_add(be, m->rel_res.data, r->data, m->rel_res.data, n));
+        STRIX_TRY(strix_lrp_residual_split(be, m->work->x1.data, m->mlp->c_proj->work->out.data,
+                                           r_out->data, m->work->rel_res.data,
+                                           m->work->rel_branch.data, n, eps));
+    STRIX_TRY(sub_relevance(&m->mlp->base, &m->work->rel_branch, &r));
+    STRIX_TRY(strix_layernorm_relevance(m->ln_2, &m->work->x1, r, &r));
+    if (n > 0) STRIX_TRY(strix_add(be, m->work->rel_res.data, r->data, m->work->rel_res.data, n));
     // x1 = x + attn(ln_1(x))
     if (n > 0)
-        STRIX_TRY(strix_lrp_residual_split(be, m->x.data, m->attn->c_proj->out.data,
-                                           m->rel_res.data, m->rel_in.data, m->rel_branch.data,
-                                           n, eps));
-    STRIX_TRY(sub_relevance(&m->attn->base, &m->rel_branch, &r));
-    STRIX_TRY(strix_layernorm_relevance(m->ln_1, &m->x, r, &r));
-    if (n > 0) STRIX_TRY(strix_add(be, m->rel_in.data, r->data, m->rel_in.data, n));
-    if (r_in) *r_in = &m->rel_in;
+        STRIX_TRY(strix_lrp_residual_split(be, m->work->x.data, m->attn->c_proj->work->out.data,
+                                           m->work->rel_res.data, m->work->rel_in.data,
+                                           m->work->rel_branch.data, n, eps));
+    STRIX_TRY(sub_relevance(&m->attn->base, &m->work->rel_branch, &r));
+    STRIX_TRY(strix_layernorm_relevance(m->ln_1, &m->work->x, r, &r));
+    if (n > 0) STRIX_TRY(strix_add(be, m->work->rel_in.data, r->data, m->work->rel_in.data, n));
+    if (r_in) *r_in = &m->work->rel_in;
     return STRIX_OK;
 }
 
@@ -158,13 +166,13 @@ strix_status strix_block_decode(strix_block *m, const strix_tensor *x, int pos,
     const strix_tensor *a, *b;
     STRIX_TRY(strix_layernorm_forward(m->ln_1, x, &a));
     STRIX_TRY(strix_attention_decode(m->attn, a, pos, &b));
-    STRIX_TRY(strix_tensor_ensure(be, &m->x1, x->ndim, x->shape));
+    STRIX_TRY(strix_tensor_ensure(be, &m->work->x1, x->ndim, x->shape));
     size_t n = (size_t)strix_tensor_numel(x);
-    STRIX_TRY(strix_add(be, x->data, b->data, m->x1.data, n));
-    STRIX_TRY(strix_layernorm_forward(m->ln_2, &m->x1, &a));
+    STRIX_TRY(strix_add(be, x->data, b->data, m->work->x1.data, n));
+    STRIX_TRY(strix_layernorm_forward(m->ln_2, &m->work->x1, &a));
     STRIX_TRY(strix_mlp_forward(m->mlp, a, &b));
-    STRIX_TRY(strix_tensor_ensure(be, &m->out, x->ndim, x->shape));
-    STRIX_TRY(strix_add(be, m->x1.data, b->data, m->out.data, n));
-    if (y) *y = &m->out;
+    STRIX_TRY(strix_tensor_ensure(be, &m->work->out, x->ndim, x->shape));
+    STRIX_TRY(strix_add(be, m->work->x1.data, b->data, m->work->out.data, n));
+    if (y) *y = &m->work->out;
     return STRIX_OK;
 }

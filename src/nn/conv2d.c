@@ -24,7 +24,7 @@ static strix_status conv_backward(strix_module *mod, const strix_tensor *dy,
 
 static void conv_destroy(strix_module *mod) {
     strix_conv2d *m = (strix_conv2d *)mod;
-    strix_tensor *ts[] = {&m->col, &m->z, &m->out, &m->dcol, &m->dx};
+    strix_tensor *ts[] = {&m->work->col, &m->work->z, &m->work->out, &m->work->dcol, &m->work->dx};
     for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) strix_tensor_free(ts[i]);
     free(m);
 }
@@ -52,7 +52,8 @@ strix_status strix_conv2d_new(strix_params *ps, const char *prefix,
     char wname[STRIX_PARAM_NAME_MAX], bname[STRIX_PARAM_NAME_MAX];
     STRIX_TRY(nn_name(wname, prefix, "weight"));
     STRIX_TRY(nn_name(bname, prefix, "bias"));
-    strix_conv2d *m = calloc(1, sizeof *m);
+    strix_conv2d *m = NULL;
+    NN_CALLOC_WITH_WORK(m);
     if (!m) return NN_ALLOC_FAIL("Conv2d");
     m->base.vt = &conv2d_vt;
     m->base.be = ps->be;
@@ -93,52 +94,54 @@ static strix_status conv_forward(strix_module *mod, const strix_tensor *x,
                            "%lldx%lld input", m->cfg.kernel_h, m->cfg.kernel_w, (long long)H,
                            (long long)W);
     int64_t OC = m->cfg.out_channels;
-    m->N = N, m->H = H, m->W = W, m->OH = (int64_t)OH, m->OW = (int64_t)OW;
-    m->x = nn_view_of(x);
-    m->col_valid = false;
-    STRIX_TRY(nn_ensure4(be, &m->z, N, OC, (int64_t)OH, (int64_t)OW));
-    if (m->bias) STRIX_TRY(nn_ensure4(be, &m->out, N, OC, (int64_t)OH, (int64_t)OW));
+    m->work->N = N, m->work->H = H, m->work->W = W, m->work->OH = (int64_t)OH,
+    m->work->OW = (int64_t)OW;
+    m->work->x = nn_view_of(x);
+    m->work->col_valid = false;
+    STRIX_TRY(nn_ensure4(be, &m->work->z, N, OC, (int64_t)OH, (int64_t)OW));
+    if (m->bias) STRIX_TRY(nn_ensure4(be, &m->work->out, N, OC, (int64_t)OH, (int64_t)OW));
     if (N > 0)
         STRIX_TRY(strix_conv2d_forward(be, x->data, m->weight->data,
-                                       m->bias ? m->bias->data : NULL, m->z.data,
-                                       m->bias ? m->out.data : NULL, (size_t)N, (size_t)C,
+                                       m->bias ? m->bias->data : NULL, m->work->z.data,
+                                       m->bias ? m->work->out.data : NULL, (size_t)N, (size_t)C,
                                        (size_t)H, (size_t)W, (size_t)OC, &m->geom));
-    if (!m->bias) m->out = nn_view_of(&m->z);
-    if (y) *y = &m->out;
+    if (!m->bias) m->work->out = nn_view_of(&m->work->z);
+    if (y) *y = &m->work->out;
     return STRIX_OK;
 }
 
 static strix_status conv_backward(strix_module *mod, const strix_tensor *dy,
                                   const strix_tensor **dx) {
     strix_conv2d *m = (strix_conv2d *)mod;
-    STRIX_TRY(nn_check_same("Conv2d", dy, &m->out));
+    STRIX_TRY(nn_check_same("Conv2d", dy, &m->work->out));
     strix_backend *be = m->base.be;
-    size_t N = (size_t)m->N, OC = (size_t)m->cfg.out_channels, C = (size_t)m->cfg.in_channels;
+    size_t N = (size_t)m->work->N, OC = (size_t)m->cfg.out_channels, C = (size_t)m->cfg.in_channels;
     float *dw = nn_wants_grad(m->weight) ? m->weight->grad : NULL;
     float *db = m->bias && nn_wants_grad(m->bias) ? m->bias->grad : NULL;
-    if (m->need_input_grad) STRIX_TRY(nn_ensure4(be, &m->dx, m->N, (int64_t)C, m->H, m->W));
+    if (m->need_input_grad) STRIX_TRY(nn_ensure4(be, &m->work->dx, m->work->N, (int64_t)C,
+                                                 m->work->H, m->work->W));
     if (N > 0)
-        STRIX_TRY(strix_conv2d_backward(be, m->x.data, m->weight->data, dy->data, dw, db,
-                                        m->need_input_grad ? m->dx.data : NULL, N, C,
-                                        (size_t)m->H, (size_t)m->W, OC, &m->geom));
-    if (dx) *dx = m->need_input_grad ? &m->dx : NULL;
+        STRIX_TRY(strix_conv2d_backward(be, m->work->x.data, m->weight->data, dy->data, dw, db,
+                                        m->need_input_grad ? m->work->dx.data : NULL, N, C,
+                                        (size_t)m->work->H, (size_t)m->work->W, OC, &m->geom));
+    if (dx) *dx = m->need_input_grad ? &m->work->dx : NULL;
     return STRIX_OK;
 }
 
 strix_status strix_conv2d_patches(strix_conv2d *m, const strix_tensor **col) {
-    STRIX_ASSERT(m->x.data != NULL || m->N == 0, "Conv2d patches: no forward yet");
+    STRIX_ASSERT(m->work->x.data != NULL || m->work->N == 0, "Conv2d patches: no forward yet");
     strix_backend *be = m->base.be;
     size_t C = (size_t)m->cfg.in_channels;
-    size_t P = C * m->geom.kh * m->geom.kw, Q = (size_t)(m->OH * m->OW);
-    if (!m->col_valid) {
-        int64_t cshape[3] = {m->N, (int64_t)P, (int64_t)Q};
-        STRIX_TRY(strix_tensor_ensure(be, &m->col, 3, cshape));
-        if (m->N > 0)
-            STRIX_TRY(strix_im2col(be, m->x.data, m->col.data, (size_t)m->N, C, (size_t)m->H,
-                                   (size_t)m->W, &m->geom));
-        m->col_valid = true;
+    size_t P = C * m->geom.kh * m->geom.kw, Q = (size_t)(m->work->OH * m->work->OW);
+    if (!m->work->col_valid) {
+        int64_t cshape[3] = {m->work->N, (int64_t)P, (int64_t)Q};
+        STRIX_TRY(strix_tensor_ensure(be, &m->work->col, 3, cshape));
+        if (m->work->N > 0)
+            STRIX_TRY(strix_im2col(be, m->work->x.data, m->work->col.data, (size_t)m->work->N, C,
+                                   (size_t)m->work->H, (size_t)m->work->W, &m->geom));
+        m->work->col_valid = true;
     }
-    if (col) *col = &m->col;
+    if (col) *col = &m->work->col;
     return STRIX_OK;
 }
 
@@ -173,30 +176,32 @@ static strix_status conv_map_backward(void *ctx, size_t count, const float *s, c
 
 strix_status lrp_conv2d_relevance(strix_conv2d *m, const float *w, const float *b,
                                   const strix_tensor *r, const strix_tensor **r_in) {
-    STRIX_TRY(nn_check_same("Conv2d relevance", r, &m->out));
+    STRIX_TRY(nn_check_same("Conv2d relevance", r, &m->work->out));
     STRIX_TRY(lrp_rule_check(&m->base.rule, "Conv2d"));
     strix_backend *be = m->base.be;
-    conv_map map = {.be = be, .geom = &m->geom, .x = m->x.data, .C = (size_t)m->cfg.in_channels,
-                    .H = (size_t)m->H, .W = (size_t)m->W, .OC = (size_t)m->cfg.out_channels,
-                    .Q = (size_t)(m->OH * m->OW)};
-    STRIX_TRY(nn_ensure4(be, &m->dx, m->N, (int64_t)map.C, m->H, m->W));
+    conv_map map = {.be = be, .geom = &m->geom, .x = m->work->x.data,
+                    .C = (size_t)m->cfg.in_channels, .H = (size_t)m->work->H,
+                    .W = (size_t)m->work->W, .OC = (size_t)m->cfg.out_channels,
+                    .Q = (size_t)(m->work->OH * m->work->OW)};
+    STRIX_TRY(nn_ensure4(be, &m->work->dx, m->work->N, (int64_t)map.C, m->work->H, m->work->W));
     size_t in_item = map.C * map.H * map.W, out_item = map.OC * map.Q;
     size_t widest = in_item > out_item ? in_item : out_item;
-    size_t N = (size_t)m->N, chunk = lrp_chunk_items(4 * widest * sizeof(float));
+    size_t N = (size_t)m->work->N, chunk = lrp_chunk_items(4 * widest * sizeof(float));
     if (chunk > N) chunk = N;
     if (N > 0) {
         int64_t tshape[3] = {(int64_t)chunk, (int64_t)map.OC, (int64_t)map.Q};
-        STRIX_TRY(strix_tensor_ensure(be, &m->dcol, 3, tshape));
-        map.tmp = m->dcol.data;
+        STRIX_TRY(strix_tensor_ensure(be, &m->work->dcol, 3, tshape));
+        map.tmp = m->work->dcol.data;
         bool own = w == m->weight->data && b == (m->bias ? m->bias->data : NULL);
         lrp_affine a = {.be = be, .ctx = &map, .items = N, .chunk = chunk, .in_item = in_item,
                         .out_item = out_item, .w_n = map.OC * map.C * m->geom.kh * m->geom.kw,
-                        .b_n = b ? map.OC : 0, .x = m->x.data, .w = w, .b = b,
-                        .z_pre = own ? m->z.data : NULL, .z_full = own ? m->out.data : NULL,
-                        .forward = conv_map_forward, .backward = conv_map_backward};
-        STRIX_TRY(lrp_affine_relevance(&a, &m->base.rule, r->data, m->dx.data));
+                        .b_n = b ? map.OC : 0, .x = m->work->x.data, .w = w, .b = b,
+                        .z_pre = own ? m->work->z.data : NULL,
+                        .z_full = own ? m->work->out.data : NULL, .forward = conv_map_forward,
+                        .backward = conv_map_backward};
+        STRIX_TRY(lrp_affine_relevance(&a, &m->base.rule, r->data, m->work->dx.data));
     }
-    if (r_in) *r_in = &m->dx;
+    if (r_in) *r_in = &m->work->dx;
     return STRIX_OK;
 }
 

@@ -13,9 +13,9 @@
 
 static void vt_destroy(strix_module *m) {
     strix_embedding *e = (strix_embedding *)m;
-    strix_tensor_free(&e->out);
-    strix_tensor_free(&e->rel);
-    strix_tensor_free(&e->ones);
+    strix_tensor_free(&e->work->out);
+    strix_tensor_free(&e->work->rel);
+    strix_tensor_free(&e->work->ones);
     free(e);
 }
 static strix_status vt_relevance(strix_module *m, const strix_tensor *r, const strix_tensor **ri) {
@@ -64,7 +64,8 @@ strix_status strix_embedding_new(strix_params *ps, const char *prefix, int num_e
                            num_embeddings, dim);
     char name[STRIX_PARAM_NAME_MAX];
     STRIX_TRY(nn_name(name, prefix, "weight"));
-    strix_embedding *m = calloc(1, sizeof *m);
+    strix_embedding *m = NULL;
+    NN_CALLOC_WITH_WORK(m);
     if (!m) return NN_ALLOC_FAIL("Embedding");
     m->base.vt = &embedding_vt;
     m->base.be = ps->be;
@@ -92,36 +93,36 @@ strix_status strix_embedding_forward(strix_embedding *m, const int32_t *ids, int
         count *= (size_t)shape[d];
     }
     oshape[ndim] = m->dim;
-    STRIX_TRY(strix_tensor_ensure(m->base.be, &m->out, ndim + 1, oshape));
+    STRIX_TRY(strix_tensor_ensure(m->base.be, &m->work->out, ndim + 1, oshape));
     if (count > 0)
-        STRIX_TRY(strix_gather_rows(m->base.be, m->weight->data, ids, m->out.data, count,
+        STRIX_TRY(strix_gather_rows(m->base.be, m->weight->data, ids, m->work->out.data, count,
                                     (size_t)m->dim));
-    m->ids = ids;
-    m->count = count;
-    if (y) *y = &m->out;
+    m->work->ids = ids;
+    m->work->count = count;
+    if (y) *y = &m->work->out;
     return STRIX_OK;
 }
 
 strix_status strix_embedding_backward(strix_embedding *m, const strix_tensor *dy) {
-    STRIX_TRY(nn_check_same("Embedding", dy, &m->out));
-    if (m->count == 0) return STRIX_OK;
-    return strix_scatter_add_rows(m->base.be, dy->data, m->ids, m->weight->grad, m->count,
-                                  (size_t)m->dim);
+    STRIX_TRY(nn_check_same("Embedding", dy, &m->work->out));
+    if (m->work->count == 0) return STRIX_OK;
+    return strix_scatter_add_rows(m->base.be, dy->data, m->work->ids, m->weight->grad,
+                                  m->work->count, (size_t)m->dim);
 }
 
 strix_status strix_embedding_relevance(strix_embedding *m, const strix_tensor *r_out,
                                        const strix_tensor **r_in) {
-    STRIX_TRY(nn_check_same("Embedding relevance", r_out, &m->out));
+    STRIX_TRY(nn_check_same("Embedding relevance", r_out, &m->work->out));
     strix_backend *be = m->base.be;
     int64_t one[1] = {m->dim};
-    STRIX_TRY(strix_tensor_ensure(be, &m->rel, m->out.ndim - 1, m->out.shape));
-    STRIX_TRY(strix_tensor_ensure(be, &m->ones, 1, one));
-    if (m->count > 0) {
-        STRIX_TRY(strix_fill(be, m->ones.data, 1.0f, (size_t)m->dim));
+    STRIX_TRY(strix_tensor_ensure(be, &m->work->rel, m->work->out.ndim - 1, m->work->out.shape));
+    STRIX_TRY(strix_tensor_ensure(be, &m->work->ones, 1, one));
+    if (m->work->count > 0) {
+        STRIX_TRY(strix_fill(be, m->work->ones.data, 1.0f, (size_t)m->dim));
         // r_in (count, 1) = r_out (count, dim) · ones (dim, 1): each sum d ascending
-        STRIX_TRY(strix_gemm_ex(be, r_out->data, false, m->ones.data, false, m->rel.data,
-                                m->count, (size_t)m->dim, 1, 0.0f));
+        STRIX_TRY(strix_gemm_ex(be, r_out->data, false, m->work->ones.data, false,
+                                m->work->rel.data, m->work->count, (size_t)m->dim, 1, 0.0f));
     }
-    if (r_in) *r_in = &m->rel;
+    if (r_in) *r_in = &m->work->rel;
     return STRIX_OK;
 }

@@ -24,19 +24,19 @@ static strix_status flatten_forward(strix_module *mod, const strix_tensor *x,
     for (int d = s; d <= e; d++) merged *= x->shape[d];
     shape[k++] = merged;
     for (int d = e + 1; d < nd; d++) shape[k++] = x->shape[d];
-    m->in_ndim = nd;
-    for (int d = 0; d < STRIX_MAX_DIMS; d++) m->in_shape[d] = d < nd ? x->shape[d] : 1;
-    m->out = nn_reshape_view(x, k, shape);
-    if (y) *y = &m->out;
+    m->work->in_ndim = nd;
+    for (int d = 0; d < STRIX_MAX_DIMS; d++) m->work->in_shape[d] = d < nd ? x->shape[d] : 1;
+    m->work->out = nn_reshape_view(x, k, shape);
+    if (y) *y = &m->work->out;
     return STRIX_OK;
 }
 
 static strix_status flatten_backward(strix_module *mod, const strix_tensor *dy,
                                      const strix_tensor **dx) {
     strix_flatten *m = (strix_flatten *)mod;
-    STRIX_TRY(nn_check_same("Flatten", dy, &m->out));
-    m->dx = nn_reshape_view(dy, m->in_ndim, m->in_shape);
-    if (dx) *dx = &m->dx;
+    STRIX_TRY(nn_check_same("Flatten", dy, &m->work->out));
+    m->work->dx = nn_reshape_view(dy, m->work->in_ndim, m->work->in_shape);
+    if (dx) *dx = &m->work->dx;
     return STRIX_OK;
 }
 
@@ -44,9 +44,9 @@ static strix_status flatten_backward(strix_module *mod, const strix_tensor *dy,
 static strix_status flatten_relevance(strix_module *mod, const strix_tensor *r,
                                       const strix_tensor **r_in) {
     strix_flatten *m = (strix_flatten *)mod;
-    STRIX_TRY(nn_check_same("Flatten", r, &m->out));
-    m->dx = nn_reshape_view(r, m->in_ndim, m->in_shape);
-    if (r_in) *r_in = &m->dx;
+    STRIX_TRY(nn_check_same("Flatten", r, &m->work->out));
+    m->work->dx = nn_reshape_view(r, m->work->in_ndim, m->work->in_shape);
+    if (r_in) *r_in = &m->work->dx;
     return STRIX_OK;
 }
 
@@ -60,7 +60,8 @@ static const strix_module_i flatten_vt = {
 strix_status strix_flatten_new(strix_backend *be, int start_dim, int end_dim,
                                strix_flatten **out) {
     *out = NULL;
-    strix_flatten *m = calloc(1, sizeof *m);
+    strix_flatten *m = NULL;
+    NN_CALLOC_WITH_WORK(m);
     if (!m) return NN_ALLOC_FAIL("Flatten");
     m->base.vt = &flatten_vt;
     m->base.be = be;

@@ -18,47 +18,48 @@ static strix_status gn_forward(strix_module *mod, const strix_tensor *x, const s
     strix_backend *be = m->base.be;
     size_t n = (size_t)x->shape[0], C = (size_t)m->num_channels, G = (size_t)m->num_groups;
     size_t spatial = (size_t)nn_prod(x, 2);
-    STRIX_TRY(nn_ensure_same(be, &m->out, x));
-    STRIX_TRY(nn_ensure_same(be, &m->xhat, x));
+    STRIX_TRY(nn_ensure_same(be, &m->work->out, x));
+    STRIX_TRY(nn_ensure_same(be, &m->work->xhat, x));
     int64_t sshape[2] = {(int64_t)n, (int64_t)G};
-    STRIX_TRY(strix_tensor_ensure(be, &m->std, 2, sshape));
-    m->n = (int64_t)n;
-    m->spatial = (int64_t)spatial;
-    m->x = nn_view_of(x);
+    STRIX_TRY(strix_tensor_ensure(be, &m->work->std, 2, sshape));
+    m->work->n = (int64_t)n;
+    m->work->spatial = (int64_t)spatial;
+    m->work->x = nn_view_of(x);
     if (n * spatial > 0)
         STRIX_TRY(strix_group_norm_forward(be, x->data, m->weight->data, m->bias->data,
-                                           m->xhat.data, m->out.data, m->std.data, n, C, spatial,
-                                           G, m->eps));
-    if (y) *y = &m->out;
+                                           m->work->xhat.data, m->work->out.data, m->work->std.data,
+                                           n, C, spatial, G, m->eps));
+    if (y) *y = &m->work->out;
     return STRIX_OK;
 }
 
 static strix_status gn_backward(strix_module *mod, const strix_tensor *dy,
                                 const strix_tensor **dx) {
     strix_groupnorm *m = (strix_groupnorm *)mod;
-    STRIX_TRY(nn_check_same("GroupNorm", dy, &m->out));
+    STRIX_TRY(nn_check_same("GroupNorm", dy, &m->work->out));
     strix_backend *be = m->base.be;
-    size_t n = (size_t)m->n, C = (size_t)m->num_channels, G = (size_t)m->num_groups;
-    size_t spatial = (size_t)m->spatial;
+    size_t n = (size_t)m->work->n, C = (size_t)m->num_channels, G = (size_t)m->num_groups;
+    size_t spatial = (size_t)m->work->spatial;
     bool gw = nn_wants_grad(m->weight), gb = nn_wants_grad(m->bias);
-    STRIX_TRY(nn_ensure_same(be, &m->dx, dy));
-    STRIX_TRY(nn_ensure1(be, &m->gamma_grad, (int64_t)C));
-    STRIX_TRY(nn_ensure1(be, &m->beta_grad, (int64_t)C));
+    STRIX_TRY(nn_ensure_same(be, &m->work->dx, dy));
+    STRIX_TRY(nn_ensure1(be, &m->work->gamma_grad, (int64_t)C));
+    STRIX_TRY(nn_ensure1(be, &m->work->beta_grad, (int64_t)C));
     if (n * spatial > 0) {
-        STRIX_TRY(strix_group_norm_backward(be, dy->data, m->weight->data, m->xhat.data,
-                                            m->std.data, m->dx.data,
-                                            gw ? m->gamma_grad.data : NULL,
-                                            gb ? m->beta_grad.data : NULL, n, C, spatial, G));
-        STRIX_TRY(nn_add_grad(be, m->weight, m->gamma_grad.data, C));
-        STRIX_TRY(nn_add_grad(be, m->bias, m->beta_grad.data, C));
+        STRIX_TRY(strix_group_norm_backward(be, dy->data, m->weight->data, m->work->xhat.data,
+                                            m->work->std.data, m->work->dx.data,
+                                            gw ? m->work->gamma_grad.data : NULL,
+                                            gb ? m->work->beta_grad.data : NULL, n, C, spatial, G));
+        STRIX_TRY(nn_add_grad(be, m->weight, m->work->gamma_grad.data, C));
+        STRIX_TRY(nn_add_grad(be, m->bias, m->work->beta_grad.data, C));
     }
-    if (dx) *dx = &m->dx;
+    if (dx) *dx = &m->work->dx;
     return STRIX_OK;
 }
 
 static void gn_destroy(strix_module *mod) {
     strix_groupnorm *m = (strix_groupnorm *)mod;
-    strix_tensor *ts[] = {&m->out, &m->xhat, &m->std, &m->dx, &m->gamma_grad, &m->beta_grad};
+    strix_tensor *ts[] = {&m->work->out, &m->work->xhat, &m->work->std, &m->work->dx,
+                          &m->work->gamma_grad, &m->work->beta_grad};
     for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) strix_tensor_free(ts[i]);
     free(m);
 }
@@ -79,7 +80,8 @@ strix_status strix_groupnorm_new(strix_params *ps, const char *prefix, int num_g
     char wname[STRIX_PARAM_NAME_MAX], bname[STRIX_PARAM_NAME_MAX];
     STRIX_TRY(nn_name(wname, prefix, "weight"));
     STRIX_TRY(nn_name(bname, prefix, "bias"));
-    strix_groupnorm *m = calloc(1, sizeof *m);
+    strix_groupnorm *m = NULL;
+    NN_CALLOC_WITH_WORK(m);
     if (!m) return NN_ALLOC_FAIL("GroupNorm");
     m->base.vt = &groupnorm_vt;
     m->base.be = ps->be;
@@ -106,38 +108,39 @@ strix_status strix_groupnorm_new(strix_params *ps, const char *prefix, int num_g
 static strix_status gn_relevance(strix_module *mod, const strix_tensor *r,
                                  const strix_tensor **r_in) {
     strix_groupnorm *m = (strix_groupnorm *)mod;
-    STRIX_TRY(nn_check_same("GroupNorm", r, &m->out));
+    STRIX_TRY(nn_check_same("GroupNorm", r, &m->work->out));
     const strix_lrp_rule *rule = &m->base.rule;
     if (!rule->layer_norm_detach_std) {
         if (r_in) *r_in = r;
         return STRIX_OK;
     }
     strix_backend *be = m->base.be;
-    size_t n = (size_t)m->n, C = (size_t)m->num_channels, G = (size_t)m->num_groups;
-    size_t spatial = (size_t)m->spatial, total = n * C * spatial;
-    STRIX_TRY(nn_ensure_same(be, &m->dx, r));
+    size_t n = (size_t)m->work->n, C = (size_t)m->num_channels, G = (size_t)m->num_groups;
+    size_t spatial = (size_t)m->work->spatial, total = n * C * spatial;
+    STRIX_TRY(nn_ensure_same(be, &m->work->dx, r));
     if (total > 0) {
         float *block;
         STRIX_TRY(lrp_scratch(be, 3 * total + C, &block));
         float *z = block, *ratio = z + total, *zeros = ratio + total, *neg_beta = zeros + total;
         strix_status s = strix_fill(be, zeros, 0.0f, total);
-        const float *den = m->out.data;
+        const float *den = m->work->out.data;
         if (s == STRIX_OK && !rule->bias_in_denominator) {
             s = strix_axpby(be, -1.0f, m->bias->data, 0.0f, NULL, neg_beta, C);
             if (s == STRIX_OK)
-                s = strix_add_channel_vector(be, m->out.data, neg_beta, z, n, C, spatial);
+                s = strix_add_channel_vector(be, m->work->out.data, neg_beta, z, n, C, spatial);
             den = z;
         }
         if (s == STRIX_OK)
             s = strix_lrp_stabilized_divide(be, r->data, den, NULL, ratio, total, rule->epsilon,
                                             STRIX_LRP_GATE_NONE);
         if (s == STRIX_OK)
-            s = strix_group_norm_backward(be, ratio, m->weight->data, zeros, m->std.data,
-                                          m->dx.data, NULL, NULL, n, C, spatial, G);
-        if (s == STRIX_OK) s = strix_mul(be, m->x.data, m->dx.data, m->dx.data, total);
+            s = strix_group_norm_backward(be, ratio, m->weight->data, zeros, m->work->std.data,
+                                          m->work->dx.data, NULL, NULL, n, C, spatial, G);
+        if (s == STRIX_OK) s = strix_mul(be, m->work->x.data, m->work->dx.data, m->work->dx.data,
+                                         total);
         strix_free(be, block);
         STRIX_TRY(s);
     }
-    if (r_in) *r_in = &m->dx;
+    if (r_in) *r_in = &m->work->dx;
     return STRIX_OK;
 }

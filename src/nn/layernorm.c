@@ -19,7 +19,8 @@ static strix_status vt_backward(strix_module *m, const strix_tensor *dy, const s
 }
 static void vt_destroy(strix_module *m) {
     strix_layernorm *l = (strix_layernorm *)m;
-    strix_tensor *ts[] = {&l->out, &l->xhat, &l->row_std, &l->dx, &l->tmp};
+    strix_tensor *ts[] = {&l->work->out, &l->work->xhat, &l->work->row_std, &l->work->dx,
+                          &l->work->tmp};
     for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) strix_tensor_free(ts[i]);
     free(l);
 }
@@ -40,7 +41,8 @@ strix_status strix_layernorm_new(strix_params *ps, const char *prefix, int dim, 
     char wname[STRIX_PARAM_NAME_MAX], bname[STRIX_PARAM_NAME_MAX];
     STRIX_TRY(nn_name(wname, prefix, "weight"));
     STRIX_TRY(nn_name(bname, prefix, "bias"));
-    strix_layernorm *m = calloc(1, sizeof *m);
+    strix_layernorm *m = NULL;
+    NN_CALLOC_WITH_WORK(m);
     if (!m) return NN_ALLOC_FAIL("LayerNorm");
     m->base.vt = &layernorm_vt;
     m->base.be = ps->be;
@@ -66,35 +68,35 @@ strix_status strix_layernorm_forward(strix_layernorm *m, const strix_tensor *x,
     STRIX_TRY(nn_check_last("LayerNorm", x, m->dim));
     strix_backend *be = m->base.be;
     size_t rows = nn_rows(x);
-    m->x = nn_view_of(x);
+    m->work->x = nn_view_of(x);
     int64_t rshape[1] = {(int64_t)rows};
-    STRIX_TRY(nn_ensure_like(be, &m->out, x, m->dim));
-    STRIX_TRY(nn_ensure_like(be, &m->xhat, x, m->dim));
-    STRIX_TRY(strix_tensor_ensure(be, &m->row_std, 1, rshape));
+    STRIX_TRY(nn_ensure_like(be, &m->work->out, x, m->dim));
+    STRIX_TRY(nn_ensure_like(be, &m->work->xhat, x, m->dim));
+    STRIX_TRY(strix_tensor_ensure(be, &m->work->row_std, 1, rshape));
     if (rows > 0)
         STRIX_TRY(strix_layer_norm_forward(be, x->data, m->weight->data,
-                                           m->bias ? m->bias->data : NULL, m->xhat.data,
-                                           m->out.data, m->row_std.data, rows, (size_t)m->dim,
-                                           m->eps));
-    if (y) *y = &m->out;
+                                           m->bias ? m->bias->data : NULL, m->work->xhat.data,
+                                           m->work->out.data, m->work->row_std.data, rows,
+                                           (size_t)m->dim, m->eps));
+    if (y) *y = &m->work->out;
     return STRIX_OK;
 }
 
 strix_status strix_layernorm_backward(strix_layernorm *m, const strix_tensor *dy,
                                       const strix_tensor **dx) {
-    STRIX_TRY(nn_check_same("LayerNorm", dy, &m->out));
+    STRIX_TRY(nn_check_same("LayerNorm", dy, &m->work->out));
     strix_backend *be = m->base.be;
     size_t rows = nn_rows(dy), cols = (size_t)m->dim;
-    STRIX_TRY(nn_ensure_like(be, &m->dx, dy, m->dim));
-    STRIX_TRY(nn_ensure_like(be, &m->tmp, dy, m->dim));
+    STRIX_TRY(nn_ensure_like(be, &m->work->dx, dy, m->dim));
+    STRIX_TRY(nn_ensure_like(be, &m->work->tmp, dy, m->dim));
     if (rows > 0) {
-        STRIX_TRY(strix_mul(be, dy->data, m->xhat.data, m->tmp.data, rows * cols));
-        STRIX_TRY(strix_column_sums(be, m->tmp.data, m->weight->grad, rows, cols, 1.0f));
+        STRIX_TRY(strix_mul(be, dy->data, m->work->xhat.data, m->work->tmp.data, rows * cols));
+        STRIX_TRY(strix_column_sums(be, m->work->tmp.data, m->weight->grad, rows, cols, 1.0f));
         if (m->bias) STRIX_TRY(strix_column_sums(be, dy->data, m->bias->grad, rows, cols, 1.0f));
-        STRIX_TRY(strix_layer_norm_backward(be, dy->data, m->weight->data, m->xhat.data,
-                                            m->row_std.data, m->dx.data, rows, cols));
+        STRIX_TRY(strix_layer_norm_backward(be, dy->data, m->weight->data, m->work->xhat.data,
+                                            m->work->row_std.data, m->work->dx.data, rows, cols));
     }
-    if (dx) *dx = &m->dx;
+    if (dx) *dx = &m->work->dx;
     return STRIX_OK;
 }
 
@@ -106,39 +108,40 @@ strix_status strix_layernorm_backward(strix_layernorm *m, const strix_tensor *dy
  * (D·γs − Σγs)/(D·std), times x. */
 strix_status strix_layernorm_relevance(strix_layernorm *m, const strix_tensor *x,
                                        const strix_tensor *r, const strix_tensor **r_in) {
-    STRIX_TRY(nn_check_same("LayerNorm relevance", r, &m->out));
+    STRIX_TRY(nn_check_same("LayerNorm relevance", r, &m->work->out));
     const strix_lrp_rule *rule = &m->base.rule;
     if (!rule->layer_norm_detach_std) {
         if (r_in) *r_in = r;
         return STRIX_OK;
     }
     STRIX_TRY(lrp_rule_check(rule, "LayerNorm"));
-    if (!x) x = &m->x;
-    STRIX_TRY(nn_check_same("LayerNorm relevance: x", x, &m->out));
+    if (!x) x = &m->work->x;
+    STRIX_TRY(nn_check_same("LayerNorm relevance: x", x, &m->work->out));
     strix_backend *be = m->base.be;
     size_t rows = nn_rows(r), cols = (size_t)m->dim, total = rows * cols;
-    STRIX_TRY(nn_ensure_like(be, &m->dx, r, m->dim));
+    STRIX_TRY(nn_ensure_like(be, &m->work->dx, r, m->dim));
     if (total > 0) {
         float *block;
         STRIX_TRY(lrp_scratch(be, 3 * total + cols, &block));
         float *z = block, *ratio = z + total, *zeros = ratio + total, *neg_beta = zeros + total;
         strix_status s = strix_fill(be, zeros, 0.0f, total);
-        const float *den = m->out.data;
+        const float *den = m->work->out.data;
         if (s == STRIX_OK && m->bias && !rule->bias_in_denominator) {
             s = strix_axpby(be, -1.0f, m->bias->data, 0.0f, NULL, neg_beta, cols);
-            if (s == STRIX_OK) s = strix_add_row_vector(be, m->out.data, neg_beta, z, rows, cols);
+            if (s == STRIX_OK) s = strix_add_row_vector(be, m->work->out.data, neg_beta, z, rows,
+                                                        cols);
             den = z;
         }
         if (s == STRIX_OK)
             s = strix_lrp_stabilized_divide(be, r->data, den, NULL, ratio, total, rule->epsilon,
                                             STRIX_LRP_GATE_NONE);
         if (s == STRIX_OK)
-            s = strix_layer_norm_backward(be, ratio, m->weight->data, zeros, m->row_std.data,
-                                          m->dx.data, rows, cols);
-        if (s == STRIX_OK) s = strix_mul(be, x->data, m->dx.data, m->dx.data, total);
+            s = strix_layer_norm_backward(be, ratio, m->weight->data, zeros, m->work->row_std.data,
+                                          m->work->dx.data, rows, cols);
+        if (s == STRIX_OK) s = strix_mul(be, x->data, m->work->dx.data, m->work->dx.data, total);
         strix_free(be, block);
         STRIX_TRY(s);
     }
-    if (r_in) *r_in = &m->dx;
+    if (r_in) *r_in = &m->work->dx;
     return STRIX_OK;
 }

@@ -74,4 +74,74 @@ static inline int64_t nn_prod(const strix_tensor *x, int from) {
     return n;
 }
 
+/* ---- the private state of the layers of strix/layers.h (see nn_internal.h) */
+
+struct strix_conv2d_work {
+    int64_t N, H, W, OH, OW;    /* shape of the last forward */
+    strix_tensor x;             /* view of the input of the last forward */
+    strix_tensor col;           /* (N, P, Q) im2col of x, valid when col_valid (patches) */
+    bool col_valid;             /* col holds the patches of the last forward's x */
+    strix_tensor z;             /* (N, OC, OH, OW) pre-bias output */
+    strix_tensor out;           /* (N, OC, OH, OW); a view of z without bias */
+    strix_tensor dcol, dx;      /* relevance scratch (chunk, OC, Q); input grad (N, C, H, W) */
+};
+
+struct strix_maxpool2d_work {
+    int64_t N, C, H, W, OH, OW;
+    int32_t *argmax;            /* backend, (N, C, OH, OW) */
+    size_t argmax_cap;
+    strix_tensor out, dx;
+};
+
+struct strix_avgpool2d_work {
+    int64_t N, C, H, W, OH, OW;
+    strix_tensor x;             /* view of the input of the last forward (LRP) */
+    strix_tensor out, dx;
+};
+
+struct strix_batchnorm_work {
+    bool last_training;         /* mode of the last forward */
+    int64_t n, spatial;         /* last forward: examples, values per channel per example */
+    strix_tensor x;             /* view of the input of the last forward (LRP) */
+    strix_tensor out, xhat, std, dx, gamma_grad, beta_grad, one, zeros;
+};
+
+struct strix_groupnorm_work {
+    int64_t n, spatial;
+    strix_tensor x;             /* view of the input of the last forward (LRP) */
+    strix_tensor out, xhat, std, dx, gamma_grad, beta_grad;
+};
+
+struct strix_rmsnorm_work {
+    strix_tensor x;             /* view of the input of the last forward */
+    strix_tensor out, rms, dx, terms;
+};
+
+struct strix_dropout_work {
+    uint64_t last_offset;       /* offset of the last forward's mask */
+    bool last_dropped;          /* the last forward applied a mask */
+    strix_tensor out, dx;       /* owned: the masked output and gradient */
+    strix_tensor ident_out, ident_dx; /* views: the identity's output and gradient */
+};
+
+struct strix_activation_work {
+    strix_tensor x;             /* view of the input of the last forward */
+    strix_tensor out, dx;
+};
+
+struct strix_flatten_work {
+    int in_ndim;
+    int64_t in_shape[STRIX_MAX_DIMS];
+    strix_tensor out, dx;       /* views */
+};
+
+struct strix_sequential_work {
+    strix_tensor out, dx;       /* identity views when empty */
+};
+
+struct strix_residual_work {
+    strix_tensor x;             /* view of the input of the last forward */
+    strix_tensor out, dx;
+};
+
 #endif

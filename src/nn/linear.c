@@ -24,8 +24,8 @@ static strix_status vt_backward(strix_module *m, const strix_tensor *dy, const s
 }
 static void vt_destroy(strix_module *m) {
     strix_linear *l = (strix_linear *)m;
-    strix_tensor_free(&l->out);
-    strix_tensor_free(&l->dx);
+    strix_tensor_free(&l->work->out);
+    strix_tensor_free(&l->work->dx);
     free(l);
 }
 static const strix_module_i linear_vt = {
@@ -45,7 +45,8 @@ strix_status strix_linear_new(strix_params *ps, const char *prefix, int in_featu
                         tied_weight->shape[1] != in_features))
         return strix_error(STRIX_ERR_SHAPE, "Linear %s: tied weight %s is not (%d, %d)", prefix,
                            tied_weight->name, out_features, in_features);
-    strix_linear *m = calloc(1, sizeof *m);
+    strix_linear *m = NULL;
+    NN_CALLOC_WITH_WORK(m);
     if (!m) return NN_ALLOC_FAIL("Linear");
     m->base.vt = &linear_vt;
     m->base.be = ps->be;
@@ -94,40 +95,44 @@ strix_status strix_linear_forward(strix_linear *m, const strix_tensor *x, const 
     STRIX_TRY(nn_check_last("Linear", x, m->in_features));
     strix_backend *be = m->base.be;
     size_t rows = nn_rows(x), in = (size_t)m->in_features, out = (size_t)m->out_features;
-    STRIX_TRY(nn_ensure_like(be, &m->out, x, m->out_features));
-    m->x = nn_view_of(x);
+    STRIX_TRY(nn_ensure_like(be, &m->work->out, x, m->out_features));
+    m->work->x = nn_view_of(x);
     if (rows > 0) {
-        STRIX_TRY(strix_gemm_ex(be, x->data, false, m->weight->data, true, m->out.data, rows, in,
-                                out, 0.0f));
+        STRIX_TRY(strix_gemm_ex(be, x->data, false, m->weight->data, true, m->work->out.data, rows,
+                                in, out, 0.0f));
         if (m->bias)
-            STRIX_TRY(strix_add_row_vector(be, m->out.data, m->bias->data, m->out.data, rows,
-                                           out));
+            STRIX_TRY(strix_add_row_vector(be, m->work->out.data, m->bias->data, m->work->out.data,
+                                           rows, out));
     }
-    if (y) *y = &m->out;
+    if (y) *y = &m->work->out;
     return STRIX_OK;
 }
 
+const strix_tensor *strix_linear_output(const strix_linear *m) { return &m->work->out; }
+
+const strix_tensor *strix_linear_input_grad(const strix_linear *m) { return &m->work->dx; }
+
 strix_status strix_linear_backward(strix_linear *m, const strix_tensor *dy,
                                    const strix_tensor **dx) {
-    STRIX_TRY(nn_check_same("Linear", dy, &m->out));
+    STRIX_TRY(nn_check_same("Linear", dy, &m->work->out));
     strix_backend *be = m->base.be;
     size_t rows = nn_rows(dy), in = (size_t)m->in_features, out = (size_t)m->out_features;
     if (rows > 0) {
         // dW (out,in) += dyᵀ (out,rows) · x (rows,in)
         if (nn_wants_grad(m->weight))
-            STRIX_TRY(strix_gemm_ex(be, dy->data, true, m->x.data, false, m->weight->grad, out,
-                                    rows, in, 1.0f));
+            STRIX_TRY(strix_gemm_ex(be, dy->data, true, m->work->x.data, false, m->weight->grad,
+                                    out, rows, in, 1.0f));
         if (m->bias && nn_wants_grad(m->bias))
             STRIX_TRY(strix_column_sums(be, dy->data, m->bias->grad, rows, out, 1.0f));
     }
     if (m->need_input_grad) {
-        STRIX_TRY(nn_ensure_like(be, &m->dx, dy, m->in_features));
+        STRIX_TRY(nn_ensure_like(be, &m->work->dx, dy, m->in_features));
         // dx (rows,in) = dy (rows,out) · W (out,in)
         if (rows > 0)
-            STRIX_TRY(strix_gemm_ex(be, dy->data, false, m->weight->data, false, m->dx.data, rows,
-                                    out, in, 0.0f));
+            STRIX_TRY(strix_gemm_ex(be, dy->data, false, m->weight->data, false, m->work->dx.data,
+                                    rows, out, in, 0.0f));
     }
-    if (dx) *dx = m->need_input_grad ? &m->dx : NULL;
+    if (dx) *dx = m->need_input_grad ? &m->work->dx : NULL;
     return STRIX_OK;
 }
 
@@ -182,12 +187,12 @@ static strix_status epsilon_relevance(const lrp_affine *a, const strix_lrp_rule 
 strix_status lrp_linear_relevance_ex(strix_linear *m, const strix_tensor *x, const float *w,
                                      const float *b, const float *z, const strix_tensor *r,
                                      const strix_tensor **r_in) {
-    if (!x) x = &m->x;
-    STRIX_TRY(nn_check_same("Linear relevance", r, &m->out));
-    STRIX_TRY(nn_check_same("Linear relevance input", x, &m->x));
+    if (!x) x = &m->work->x;
+    STRIX_TRY(nn_check_same("Linear relevance", r, &m->work->out));
+    STRIX_TRY(nn_check_same("Linear relevance input", x, &m->work->x));
     STRIX_TRY(lrp_rule_check(&m->base.rule, "Linear"));
     strix_backend *be = m->base.be;
-    STRIX_TRY(nn_ensure_like(be, &m->dx, x, m->in_features));
+    STRIX_TRY(nn_ensure_like(be, &m->work->dx, x, m->in_features));
     linear_map map = {.be = be, .in = (size_t)m->in_features, .out = (size_t)m->out_features};
     size_t widest = map.in > map.out ? map.in : map.out;
     lrp_affine a = {.be = be, .ctx = &map, .items = nn_rows(x),
@@ -198,10 +203,10 @@ strix_status lrp_linear_relevance_ex(strix_linear *m, const strix_tensor *x, con
                     .z_pre = !b ? z : NULL, .z_full = z,
                     .forward = lin_map_forward, .backward = lin_map_backward};
     if (m->base.rule.kind == STRIX_LRP_EPSILON)
-        STRIX_TRY(epsilon_relevance(&a, &m->base.rule, r->data, m->dx.data));
+        STRIX_TRY(epsilon_relevance(&a, &m->base.rule, r->data, m->work->dx.data));
     else
-        STRIX_TRY(lrp_affine_relevance(&a, &m->base.rule, r->data, m->dx.data));
-    if (r_in) *r_in = &m->dx;
+        STRIX_TRY(lrp_affine_relevance(&a, &m->base.rule, r->data, m->work->dx.data));
+    if (r_in) *r_in = &m->work->dx;
     return STRIX_OK;
 }
 
@@ -209,7 +214,7 @@ strix_status lrp_linear_relevance(strix_linear *m, const float *w, const float *
                                   const strix_tensor *r, const strix_tensor **r_in) {
     // with its own parameters, the forward's output is the map's z
     bool own = w == m->weight->data && b == (m->bias ? m->bias->data : NULL);
-    return lrp_linear_relevance_ex(m, NULL, w, b, own ? m->out.data : NULL, r, r_in);
+    return lrp_linear_relevance_ex(m, NULL, w, b, own ? m->work->out.data : NULL, r, r_in);
 }
 
 static strix_status vt_relevance(strix_module *m, const strix_tensor *r,

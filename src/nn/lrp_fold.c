@@ -8,6 +8,7 @@
  */
 #include <string.h>
 
+#include "layers_internal.h"
 #include "nn/rules_internal.h"
 
 static bool is_type(const strix_module *m, const char *type) {
@@ -17,16 +18,16 @@ static bool is_type(const strix_module *m, const char *type) {
 bool lrp_can_merge(strix_module *prev, strix_module *mod) {
     if (!is_type(mod, "BatchNorm2d") && !is_type(mod, "BatchNorm1d")) return false;
     strix_batchnorm *bn = (strix_batchnorm *)mod;
-    if (bn->folded || bn->last_training || !bn->x.data) return false;
+    if (bn->folded || bn->work->last_training || !bn->work->x.data) return false;
     if (is_type(prev, "Conv2d")) {
         strix_conv2d *c = (strix_conv2d *)prev;
         return bn->in_ndim == 4 && c->cfg.out_channels == bn->num_features &&
-               c->out.data == bn->x.data;
+               c->work->out.data == bn->work->x.data;
     }
     if (is_type(prev, "Linear")) {
         strix_linear *l = (strix_linear *)prev;
-        return bn->x.ndim == 2 && l->out.ndim == 2 && l->out_features == bn->num_features &&
-               l->out.data == bn->x.data;
+        return bn->work->x.ndim == 2 && l->work->out.ndim == 2 &&
+               l->out_features == bn->num_features && l->work->out.data == bn->work->x.data;
     }
     return false;
 }

@@ -20,7 +20,7 @@ static void vt_destroy(strix_module *m) {
     strix_mlp *p = (strix_mlp *)m;
     strix_module_free(&p->c_fc->base);
     strix_module_free(&p->c_proj->base);
-    strix_tensor_free(&p->h);
+    strix_tensor_free(&p->work->h);
     free(p);
 }
 static strix_status vt_relevance(strix_module *m, const strix_tensor *r, const strix_tensor **ri) {
@@ -50,7 +50,8 @@ strix_status strix_mlp_new(strix_params *ps, const char *prefix, int d_model, in
     if (act != STRIX_ACT_GELU && act != STRIX_ACT_RELU)
         return strix_error(STRIX_ERR_ARG, "MLP %s: unknown activation %d", prefix, (int)act);
     char name[STRIX_PARAM_NAME_MAX];
-    strix_mlp *m = calloc(1, sizeof *m);
+    strix_mlp *m = NULL;
+    NN_CALLOC_WITH_WORK(m);
     if (!m) return NN_ALLOC_FAIL("MLP");
     m->base.vt = &mlp_vt;
     m->base.be = ps->be;
@@ -73,10 +74,10 @@ strix_status strix_mlp_new(strix_params *ps, const char *prefix, int d_model, in
 strix_status strix_mlp_forward(strix_mlp *m, const strix_tensor *x, const strix_tensor **y) {
     const strix_tensor *pre;
     STRIX_TRY(strix_linear_forward(m->c_fc, x, &pre));
-    STRIX_TRY(nn_ensure_like(m->base.be, &m->h, pre, pre->shape[pre->ndim - 1]));
+    STRIX_TRY(nn_ensure_like(m->base.be, &m->work->h, pre, pre->shape[pre->ndim - 1]));
     size_t n = (size_t)strix_tensor_numel(pre);
-    if (n > 0) STRIX_TRY(strix_elementwise(m->base.be, m->act, pre->data, m->h.data, n));
-    return strix_linear_forward(m->c_proj, &m->h, y);
+    if (n > 0) STRIX_TRY(strix_elementwise(m->base.be, m->act, pre->data, m->work->h.data, n));
+    return strix_linear_forward(m->c_proj, &m->work->h, y);
 }
 
 strix_status strix_mlp_backward(strix_mlp *m, const strix_tensor *dy, const strix_tensor **dx) {
@@ -84,11 +85,11 @@ strix_status strix_mlp_backward(strix_mlp *m, const strix_tensor *dy, const stri
     STRIX_TRY(strix_linear_backward(m->c_proj, dy, &dh));
     size_t n = (size_t)strix_tensor_numel(dh);
     // d(pre) = dh ⊙ act'(pre), in place in c_proj's input-gradient buffer
-    float *dpre = m->c_proj->dx.data;
+    float *dpre = m->c_proj->work->dx.data;
     if (n > 0)
-        STRIX_TRY(strix_elementwise_backward(m->base.be, m->act, m->c_fc->out.data,
+        STRIX_TRY(strix_elementwise_backward(m->base.be, m->act, m->c_fc->work->out.data,
                                              dpre, dpre, n));
-    return strix_linear_backward(m->c_fc, &m->c_proj->dx, dx);
+    return strix_linear_backward(m->c_fc, &m->c_proj->work->dx, dx);
 }
 
 /* Relevance through one module's vtable slot. */

@@ -128,6 +128,16 @@ void strix_module_free(strix_module *m) {
     if (m) m->vt->destroy(m);
 }
 
+bool strix_module_has_mode(const strix_module *m) {
+    STRIX_ASSERT(m, "module has_mode: NULL module");
+    return m->vt->get_training != NULL;
+}
+
+bool strix_module_training(const strix_module *m) {
+    STRIX_ASSERT(m, "module training: NULL module");
+    return m->vt->get_training ? m->vt->get_training(m) : true;
+}
+
 void strix_module_set_training(strix_module *m, bool training) {
     STRIX_ASSERT(m, "module set_training: NULL module");
     if (m->vt->set_training) m->vt->set_training(m, training);

@@ -5,7 +5,9 @@
 #ifndef STRIX_NN_INTERNAL_H
 #define STRIX_NN_INTERNAL_H
 
+#include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "strix/nn.h"
@@ -66,6 +68,49 @@ static inline strix_status nn_name(char name[STRIX_PARAM_NAME_MAX], const char *
  * that made it. A module's state struct starts with it and checks `owner` on use. */
 struct strix_module_state {
     const strix_module *owner;
+};
+
+/* One zeroed block for a module struct and its private work struct (the `work` member points
+ * at the second part, aligned for any type), so free(m) releases both. */
+static inline size_t nn_work_offset(size_t pub_size) {
+    size_t a = _Alignof(max_align_t);
+    return (pub_size + a - 1) / a * a;
+}
+#define NN_CALLOC_WITH_WORK(m)                                                                    \
+    do {                                                                                          \
+        (m) = calloc(1, nn_work_offset(sizeof *(m)) + sizeof *(m)->work);                         \
+        if (m) (m)->work = (void *)((char *)(m) + nn_work_offset(sizeof *(m)));                   \
+    } while (0)
+
+/* ---- the private state of the modules of strix/nn.h (caches of the last forward for backward
+ * and relevance, scratch buffers); the public structs hold only configuration, parameters and
+ * children. Tensors are owned unless marked as views. */
+
+struct strix_linear_work {
+    strix_tensor x;             /* view of the input of the last forward */
+    strix_tensor out, dx;
+};
+
+struct strix_embedding_work {
+    const int32_t *ids;         /* backend pointer of the last forward's ids */
+    size_t count;
+    strix_tensor out;
+    strix_tensor rel, ones;     /* relevance: per-id sums, and a row of ones for them */
+};
+
+struct strix_layernorm_work {
+    strix_tensor x;             /* view of the input of the last forward (relevance) */
+    strix_tensor out, xhat, row_std, dx, tmp;
+};
+
+struct strix_mlp_work {
+    strix_tensor h;             /* activation output (..., d_ff) */
+};
+
+struct strix_block_work {
+    strix_tensor x;             /* view of the input of the last forward */
+    strix_tensor x1, out, dx1, dx;
+    strix_tensor rel_res, rel_branch, rel_in; /* relevance: residual share, branch share, r_in */
 };
 
 #endif

@@ -50,15 +50,17 @@ static strix_status max_forward(strix_module *mod, const strix_tensor *x, const 
     strix_backend *be = m->base.be;
     int64_t OH, OW;
     STRIX_TRY(pool_out("MaxPool2d", &m->geom, x, &OH, &OW));
-    m->N = x->shape[0], m->C = x->shape[1], m->H = x->shape[2], m->W = x->shape[3];
-    m->OH = OH, m->OW = OW;
-    size_t planes = (size_t)(m->N * m->C);
-    STRIX_TRY(nn_ensure4(be, &m->out, m->N, m->C, OH, OW));
-    STRIX_TRY(nn_ensure_i32(be, &m->argmax, &m->argmax_cap, planes * (size_t)(OH * OW)));
+    m->work->N = x->shape[0], m->work->C = x->shape[1], m->work->H = x->shape[2],
+    m->work->W = x->shape[3];
+    m->work->OH = OH, m->work->OW = OW;
+    size_t planes = (size_t)(m->work->N * m->work->C);
+    STRIX_TRY(nn_ensure4(be, &m->work->out, m->work->N, m->work->C, OH, OW));
+    STRIX_TRY(nn_ensure_i32(be, &m->work->argmax, &m->work->argmax_cap,
+                            planes * (size_t)(OH * OW)));
     if (planes > 0)
-        STRIX_TRY(strix_max_pool_forward(be, x->data, m->out.data, m->argmax, planes,
-                                         (size_t)m->H, (size_t)m->W, &m->geom));
-    if (y) *y = &m->out;
+        STRIX_TRY(strix_max_pool_forward(be, x->data, m->work->out.data, m->work->argmax, planes,
+                                         (size_t)m->work->H, (size_t)m->work->W, &m->geom));
+    if (y) *y = &m->work->out;
     return STRIX_OK;
 }
 
@@ -66,23 +68,23 @@ static strix_status max_backward(strix_module *mod, const strix_tensor *dy,
                                  const strix_tensor **dx) {
     strix_maxpool2d *m = (strix_maxpool2d *)mod;
     strix_backend *be = m->base.be;
-    STRIX_TRY(nn_check_same("MaxPool2d", dy, &m->out));
-    STRIX_TRY(nn_ensure4(be, &m->dx, m->N, m->C, m->H, m->W));
-    size_t planes = (size_t)(m->N * m->C);
+    STRIX_TRY(nn_check_same("MaxPool2d", dy, &m->work->out));
+    STRIX_TRY(nn_ensure4(be, &m->work->dx, m->work->N, m->work->C, m->work->H, m->work->W));
+    size_t planes = (size_t)(m->work->N * m->work->C);
     if (planes > 0) {
-        STRIX_TRY(strix_fill(be, m->dx.data, 0.0f, (size_t)strix_tensor_numel(&m->dx)));
-        STRIX_TRY(strix_max_unpool(be, dy->data, m->argmax, m->dx.data, planes, (size_t)m->H,
-                                   (size_t)m->W, &m->geom));
+        STRIX_TRY(strix_fill(be, m->work->dx.data, 0.0f, (size_t)strix_tensor_numel(&m->work->dx)));
+        STRIX_TRY(strix_max_unpool(be, dy->data, m->work->argmax, m->work->dx.data, planes,
+                                   (size_t)m->work->H, (size_t)m->work->W, &m->geom));
     }
-    if (dx) *dx = &m->dx;
+    if (dx) *dx = &m->work->dx;
     return STRIX_OK;
 }
 
 static void max_destroy(strix_module *mod) {
     strix_maxpool2d *m = (strix_maxpool2d *)mod;
-    strix_free(m->base.be, m->argmax);
-    strix_tensor_free(&m->out);
-    strix_tensor_free(&m->dx);
+    strix_free(m->base.be, m->work->argmax);
+    strix_tensor_free(&m->work->out);
+    strix_tensor_free(&m->work->dx);
     free(m);
 }
 
@@ -91,15 +93,15 @@ static strix_status max_relevance(strix_module *mod, const strix_tensor *r,
                                   const strix_tensor **r_in) {
     strix_maxpool2d *m = (strix_maxpool2d *)mod;
     strix_backend *be = m->base.be;
-    STRIX_TRY(nn_check_same("MaxPool2d relevance", r, &m->out));
-    STRIX_TRY(nn_ensure4(be, &m->dx, m->N, m->C, m->H, m->W));
-    size_t planes = (size_t)(m->N * m->C);
+    STRIX_TRY(nn_check_same("MaxPool2d relevance", r, &m->work->out));
+    STRIX_TRY(nn_ensure4(be, &m->work->dx, m->work->N, m->work->C, m->work->H, m->work->W));
+    size_t planes = (size_t)(m->work->N * m->work->C);
     if (planes > 0) {
-        STRIX_TRY(strix_fill(be, m->dx.data, 0.0f, (size_t)strix_tensor_numel(&m->dx)));
-        STRIX_TRY(strix_max_unpool(be, r->data, m->argmax, m->dx.data, planes, (size_t)m->H,
-                                   (size_t)m->W, &m->geom));
+        STRIX_TRY(strix_fill(be, m->work->dx.data, 0.0f, (size_t)strix_tensor_numel(&m->work->dx)));
+        STRIX_TRY(strix_max_unpool(be, r->data, m->work->argmax, m->work->dx.data, planes,
+                                   (size_t)m->work->H, (size_t)m->work->W, &m->geom));
     }
-    if (r_in) *r_in = &m->dx;
+    if (r_in) *r_in = &m->work->dx;
     return STRIX_OK;
 }
 
@@ -112,7 +114,8 @@ strix_status strix_maxpool2d_new(strix_backend *be, const strix_pool2d_config *c
     *out = NULL;
     strix_conv_geom g;
     STRIX_TRY(pool_geom("MaxPool2d", cfg, &g));
-    strix_maxpool2d *m = calloc(1, sizeof *m);
+    strix_maxpool2d *m = NULL;
+    NN_CALLOC_WITH_WORK(m);
     if (!m) return NN_ALLOC_FAIL("MaxPool2d");
     m->base.vt = &maxpool_vt;
     m->base.be = be;
@@ -140,15 +143,16 @@ static strix_status avg_forward(strix_module *mod, const strix_tensor *x, const 
     }
     int64_t OH, OW;
     STRIX_TRY(pool_out(who, &m->geom, x, &OH, &OW));
-    m->N = x->shape[0], m->C = x->shape[1], m->H = x->shape[2], m->W = x->shape[3];
-    m->OH = OH, m->OW = OW;
-    m->x = nn_view_of(x);
-    size_t planes = (size_t)(m->N * m->C);
-    STRIX_TRY(nn_ensure4(be, &m->out, m->N, m->C, OH, OW));
+    m->work->N = x->shape[0], m->work->C = x->shape[1], m->work->H = x->shape[2],
+    m->work->W = x->shape[3];
+    m->work->OH = OH, m->work->OW = OW;
+    m->work->x = nn_view_of(x);
+    size_t planes = (size_t)(m->work->N * m->work->C);
+    STRIX_TRY(nn_ensure4(be, &m->work->out, m->work->N, m->work->C, OH, OW));
     if (planes > 0)
-        STRIX_TRY(strix_avg_pool_forward(be, x->data, m->out.data, planes, (size_t)m->H,
-                                         (size_t)m->W, &m->geom));
-    if (y) *y = &m->out;
+        STRIX_TRY(strix_avg_pool_forward(be, x->data, m->work->out.data, planes, (size_t)m->work->H,
+                                         (size_t)m->work->W, &m->geom));
+    if (y) *y = &m->work->out;
     return STRIX_OK;
 }
 
@@ -156,22 +160,22 @@ static strix_status avg_backward(strix_module *mod, const strix_tensor *dy,
                                  const strix_tensor **dx) {
     strix_avgpool2d *m = (strix_avgpool2d *)mod;
     strix_backend *be = m->base.be;
-    STRIX_TRY(nn_check_same(m->base.vt->type, dy, &m->out));
-    STRIX_TRY(nn_ensure4(be, &m->dx, m->N, m->C, m->H, m->W));
-    size_t planes = (size_t)(m->N * m->C);
+    STRIX_TRY(nn_check_same(m->base.vt->type, dy, &m->work->out));
+    STRIX_TRY(nn_ensure4(be, &m->work->dx, m->work->N, m->work->C, m->work->H, m->work->W));
+    size_t planes = (size_t)(m->work->N * m->work->C);
     if (planes > 0) {
-        STRIX_TRY(strix_fill(be, m->dx.data, 0.0f, (size_t)strix_tensor_numel(&m->dx)));
-        STRIX_TRY(strix_avg_pool_backward(be, dy->data, m->dx.data, planes, (size_t)m->H,
-                                          (size_t)m->W, &m->geom));
+        STRIX_TRY(strix_fill(be, m->work->dx.data, 0.0f, (size_t)strix_tensor_numel(&m->work->dx)));
+        STRIX_TRY(strix_avg_pool_backward(be, dy->data, m->work->dx.data, planes,
+                                          (size_t)m->work->H, (size_t)m->work->W, &m->geom));
     }
-    if (dx) *dx = &m->dx;
+    if (dx) *dx = &m->work->dx;
     return STRIX_OK;
 }
 
 static void avg_destroy(strix_module *mod) {
     strix_avgpool2d *m = (strix_avgpool2d *)mod;
-    strix_tensor_free(&m->out);
-    strix_tensor_free(&m->dx);
+    strix_tensor_free(&m->work->out);
+    strix_tensor_free(&m->work->dx);
     free(m);
 }
 
@@ -180,16 +184,17 @@ static strix_status avg_relevance(strix_module *mod, const strix_tensor *r,
                                   const strix_tensor **r_in) {
     strix_avgpool2d *m = (strix_avgpool2d *)mod;
     strix_backend *be = m->base.be;
-    STRIX_TRY(nn_check_same("AvgPool2d relevance", r, &m->out));
+    STRIX_TRY(nn_check_same("AvgPool2d relevance", r, &m->work->out));
     STRIX_TRY(lrp_rule_check(&m->base.rule, m->base.vt->type));
-    STRIX_TRY(nn_ensure4(be, &m->dx, m->N, m->C, m->H, m->W));
-    size_t planes = (size_t)(m->N * m->C);
+    STRIX_TRY(nn_ensure4(be, &m->work->dx, m->work->N, m->work->C, m->work->H, m->work->W));
+    size_t planes = (size_t)(m->work->N * m->work->C);
     if (planes > 0) {
-        STRIX_TRY(strix_fill(be, m->dx.data, 0.0f, (size_t)strix_tensor_numel(&m->dx)));
-        STRIX_TRY(strix_lrp_avg_pool(be, m->x.data, r->data, m->dx.data, planes, (size_t)m->H,
-                                     (size_t)m->W, &m->geom, m->base.rule.epsilon));
+        STRIX_TRY(strix_fill(be, m->work->dx.data, 0.0f, (size_t)strix_tensor_numel(&m->work->dx)));
+        STRIX_TRY(strix_lrp_avg_pool(be, m->work->x.data, r->data, m->work->dx.data, planes,
+                                     (size_t)m->work->H, (size_t)m->work->W, &m->geom,
+                                     m->base.rule.epsilon));
     }
-    if (r_in) *r_in = &m->dx;
+    if (r_in) *r_in = &m->work->dx;
     return STRIX_OK;
 }
 
@@ -205,7 +210,8 @@ strix_status strix_avgpool2d_new(strix_backend *be, const strix_pool2d_config *c
     *out = NULL;
     strix_conv_geom g;
     STRIX_TRY(pool_geom("AvgPool2d", cfg, &g));
-    strix_avgpool2d *m = calloc(1, sizeof *m);
+    strix_avgpool2d *m = NULL;
+    NN_CALLOC_WITH_WORK(m);
     if (!m) return NN_ALLOC_FAIL("AvgPool2d");
     m->base.vt = &avgpool_vt;
     m->base.be = be;
@@ -220,7 +226,8 @@ strix_status strix_adaptive_avgpool2d_new(strix_backend *be, int out_h, int out_
     if (out_h <= 0 || out_w <= 0)
         return strix_error(STRIX_ERR_ARG, "AdaptiveAvgPool2d: output %dx%d must be positive",
                            out_h, out_w);
-    strix_avgpool2d *m = calloc(1, sizeof *m);
+    strix_avgpool2d *m = NULL;
+    NN_CALLOC_WITH_WORK(m);
     if (!m) return NN_ALLOC_FAIL("AdaptiveAvgPool2d");
     m->base.vt = &adaptive_vt;
     m->base.be = be;

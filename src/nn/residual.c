@@ -14,11 +14,11 @@ static strix_status res_sum(strix_residual *m, const strix_tensor *x, const stri
                             const strix_tensor **y) {
     strix_backend *be = m->base.be;
     STRIX_TRY(nn_check_same("Residual: f(x) and x", fx, x));
-    STRIX_TRY(nn_ensure_same(be, &m->out, x));
-    m->x = nn_view_of(x);
+    STRIX_TRY(nn_ensure_same(be, &m->work->out, x));
+    m->work->x = nn_view_of(x);
     size_t n = (size_t)strix_tensor_numel(x);
-    if (n > 0) STRIX_TRY(strix_add(be, x->data, fx->data, m->out.data, n));
-    if (y) *y = &m->out;
+    if (n > 0) STRIX_TRY(strix_add(be, x->data, fx->data, m->work->out.data, n));
+    if (y) *y = &m->work->out;
     return STRIX_OK;
 }
 
@@ -49,14 +49,14 @@ static strix_status res_backward(strix_module *mod, const strix_tensor *dy,
                                  const strix_tensor **dx) {
     strix_residual *m = (strix_residual *)mod;
     strix_backend *be = m->base.be;
-    STRIX_TRY(nn_check_same("Residual", dy, &m->out));
+    STRIX_TRY(nn_check_same("Residual", dy, &m->work->out));
     const strix_tensor *df;
     STRIX_TRY(strix_module_backward(m->f, dy, &df));
     if (!df) return strix_error(STRIX_ERR_ARG, "Residual: f computes no input gradient");
-    STRIX_TRY(nn_ensure_same(be, &m->dx, dy));
+    STRIX_TRY(nn_ensure_same(be, &m->work->dx, dy));
     size_t n = (size_t)strix_tensor_numel(dy);
-    if (n > 0) STRIX_TRY(strix_add(be, dy->data, df->data, m->dx.data, n));
-    if (dx) *dx = &m->dx;
+    if (n > 0) STRIX_TRY(strix_add(be, dy->data, df->data, m->work->dx.data, n));
+    if (dx) *dx = &m->work->dx;
     return STRIX_OK;
 }
 
@@ -66,26 +66,27 @@ static strix_status res_relevance(strix_module *mod, const strix_tensor *r,
                                   const strix_tensor **r_in) {
     strix_residual *m = (strix_residual *)mod;
     strix_backend *be = m->base.be;
-    STRIX_TRY(nn_check_same("Residual relevance", r, &m->out));
+    STRIX_TRY(nn_check_same("Residual relevance", r, &m->work->out));
     size_t n = (size_t)strix_tensor_numel(r);
-    STRIX_TRY(nn_ensure_same(be, &m->dx, r));
+    STRIX_TRY(nn_ensure_same(be, &m->work->dx, r));
     float *block;
     STRIX_TRY(lrp_scratch(be, 2 * n, &block));
     float *fx = block, *r_f = block + n;
     strix_tensor rf = strix_tensor_view(r_f, r->device, r->ndim, r->shape);
     const strix_tensor *rf_in = NULL;
     strix_status s = STRIX_OK;
-    if (n > 0) s = strix_axpby(be, 1.0f, m->out.data, -1.0f, m->x.data, fx, n);
+    if (n > 0) s = strix_axpby(be, 1.0f, m->work->out.data, -1.0f, m->work->x.data, fx, n);
     if (s == STRIX_OK && n > 0)
-        s = strix_lrp_residual_split(be, m->x.data, fx, r->data, m->dx.data, r_f, n,
+        s = strix_lrp_residual_split(be, m->work->x.data, fx, r->data, m->work->dx.data, r_f, n,
                                      m->base.rule.epsilon);
     if (s == STRIX_OK) s = strix_module_relevance(m->f, &rf, &rf_in);
     if (s == STRIX_OK && (!rf_in || strix_tensor_numel(rf_in) != (int64_t)n))
         s = strix_error(STRIX_ERR_SHAPE, "Residual relevance: f's input relevance has another "
                         "size");
-    if (s == STRIX_OK && n > 0) s = strix_add(be, m->dx.data, rf_in->data, m->dx.data, n);
+    if (s == STRIX_OK && n > 0) s = strix_add(be, m->work->dx.data, rf_in->data, m->work->dx.data,
+                                              n);
     strix_free(be, block);
-    if (s == STRIX_OK && r_in) *r_in = &m->dx;
+    if (s == STRIX_OK && r_in) *r_in = &m->work->dx;
     return s;
 }
 
@@ -100,8 +101,8 @@ static void res_set_training(strix_module *mod, bool training) {
 static void res_destroy(strix_module *mod) {
     strix_residual *m = (strix_residual *)mod;
     strix_module_free(m->f);
-    strix_tensor_free(&m->out);
-    strix_tensor_free(&m->dx);
+    strix_tensor_free(&m->work->out);
+    strix_tensor_free(&m->work->dx);
     free(m);
 }
 
@@ -113,7 +114,8 @@ static const strix_module_i residual_vt = {
 strix_status strix_residual_new(strix_module *f, strix_residual **out) {
     *out = NULL;
     STRIX_ASSERT(f != NULL, "Residual: NULL module");
-    strix_residual *m = calloc(1, sizeof *m);
+    strix_residual *m = NULL;
+    NN_CALLOC_WITH_WORK(m);
     if (!m) {
         strix_module_free(f);
         return NN_ALLOC_FAIL("Residual");

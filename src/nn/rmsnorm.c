@@ -15,39 +15,41 @@ static strix_status rms_forward(strix_module *mod, const strix_tensor *x, const 
     STRIX_TRY(nn_check_last("RMSNorm", x, m->dim));
     strix_backend *be = m->base.be;
     size_t rows = nn_rows(x);
-    STRIX_TRY(nn_ensure_same(be, &m->out, x));
-    STRIX_TRY(nn_ensure1(be, &m->rms, (int64_t)rows));
-    m->x = nn_view_of(x);
+    STRIX_TRY(nn_ensure_same(be, &m->work->out, x));
+    STRIX_TRY(nn_ensure1(be, &m->work->rms, (int64_t)rows));
+    m->work->x = nn_view_of(x);
     if (rows > 0)
         STRIX_TRY(strix_rms_norm_forward(be, x->data, m->weight ? m->weight->data : NULL,
-                                         m->out.data, m->rms.data, rows, (size_t)m->dim, m->eps));
-    if (y) *y = &m->out;
+                                         m->work->out.data, m->work->rms.data, rows, (size_t)m->dim,
+                                         m->eps));
+    if (y) *y = &m->work->out;
     return STRIX_OK;
 }
 
 static strix_status rms_backward(strix_module *mod, const strix_tensor *dy,
                                  const strix_tensor **dx) {
     strix_rmsnorm *m = (strix_rmsnorm *)mod;
-    STRIX_TRY(nn_check_same("RMSNorm", dy, &m->out));
+    STRIX_TRY(nn_check_same("RMSNorm", dy, &m->work->out));
     strix_backend *be = m->base.be;
     size_t rows = nn_rows(dy), cols = (size_t)m->dim;
     bool gw = m->weight && nn_wants_grad(m->weight);
-    STRIX_TRY(nn_ensure_same(be, &m->dx, dy));
-    if (gw) STRIX_TRY(nn_ensure_same(be, &m->terms, dy));
+    STRIX_TRY(nn_ensure_same(be, &m->work->dx, dy));
+    if (gw) STRIX_TRY(nn_ensure_same(be, &m->work->terms, dy));
     if (rows > 0) {
         STRIX_TRY(strix_rms_norm_backward(be, dy->data, m->weight ? m->weight->data : NULL,
-                                          m->x.data, m->rms.data, m->dx.data,
-                                          gw ? m->terms.data : NULL, rows, cols));
+                                          m->work->x.data, m->work->rms.data, m->work->dx.data,
+                                          gw ? m->work->terms.data : NULL, rows, cols));
         if (gw)
-            STRIX_TRY(strix_column_sums(be, m->terms.data, m->weight->grad, rows, cols, 1.0f));
+            STRIX_TRY(strix_column_sums(be, m->work->terms.data, m->weight->grad, rows, cols,
+                                        1.0f));
     }
-    if (dx) *dx = &m->dx;
+    if (dx) *dx = &m->work->dx;
     return STRIX_OK;
 }
 
 static void rms_destroy(strix_module *mod) {
     strix_rmsnorm *m = (strix_rmsnorm *)mod;
-    strix_tensor *ts[] = {&m->out, &m->rms, &m->dx, &m->terms};
+    strix_tensor *ts[] = {&m->work->out, &m->work->rms, &m->work->dx, &m->work->terms};
     for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) strix_tensor_free(ts[i]);
     free(m);
 }
@@ -67,7 +69,8 @@ strix_status strix_rmsnorm_new(strix_params *ps, const char *prefix, int dim, fl
                            prefix, dim, (double)eps);
     char wname[STRIX_PARAM_NAME_MAX];
     STRIX_TRY(nn_name(wname, prefix, "weight"));
-    strix_rmsnorm *m = calloc(1, sizeof *m);
+    strix_rmsnorm *m = NULL;
+    NN_CALLOC_WITH_WORK(m);
     if (!m) return NN_ALLOC_FAIL("RMSNorm");
     m->base.vt = &rmsnorm_vt;
     m->base.be = ps->be;
@@ -92,19 +95,20 @@ strix_status strix_rmsnorm_new(strix_params *ps, const char *prefix, int dim, fl
 static strix_status rms_relevance(strix_module *mod, const strix_tensor *r,
                                   const strix_tensor **r_in) {
     strix_rmsnorm *m = (strix_rmsnorm *)mod;
-    STRIX_TRY(nn_check_same("RMSNorm", r, &m->out));
+    STRIX_TRY(nn_check_same("RMSNorm", r, &m->work->out));
     if (!m->base.rule.layer_norm_detach_std) {
         if (r_in) *r_in = r;
         return STRIX_OK;
     }
     strix_backend *be = m->base.be;
     size_t total = (size_t)strix_tensor_numel(r);
-    STRIX_TRY(nn_ensure_same(be, &m->dx, r));
+    STRIX_TRY(nn_ensure_same(be, &m->work->dx, r));
     if (total > 0) {
-        STRIX_TRY(strix_lrp_stabilized_divide(be, r->data, m->out.data, NULL, m->dx.data, total,
-                                              m->base.rule.epsilon, STRIX_LRP_GATE_NONE));
-        STRIX_TRY(strix_mul(be, m->out.data, m->dx.data, m->dx.data, total));
+        STRIX_TRY(strix_lrp_stabilized_divide(be, r->data, m->work->out.data, NULL,
+                                              m->work->dx.data, total, m->base.rule.epsilon,
+                                              STRIX_LRP_GATE_NONE));
+        STRIX_TRY(strix_mul(be, m->work->out.data, m->work->dx.data, m->work->dx.data, total));
     }
-    if (r_in) *r_in = &m->dx;
+    if (r_in) *r_in = &m->work->dx;
     return STRIX_OK;
 }

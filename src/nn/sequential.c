@@ -13,8 +13,8 @@
 static strix_status seq_forward(strix_module *mod, const strix_tensor *x, const strix_tensor **y) {
     strix_sequential *m = (strix_sequential *)mod;
     if (m->count == 0) {
-        m->out = nn_view_of(x);
-        if (y) *y = &m->out;
+        m->work->out = nn_view_of(x);
+        if (y) *y = &m->work->out;
         return STRIX_OK;
     }
     const strix_tensor *cur = x;
@@ -27,8 +27,8 @@ static strix_status seq_backward(strix_module *mod, const strix_tensor *dy,
                                  const strix_tensor **dx) {
     strix_sequential *m = (strix_sequential *)mod;
     if (m->count == 0) {
-        m->dx = nn_view_of(dy);
-        if (dx) *dx = &m->dx;
+        m->work->dx = nn_view_of(dy);
+        if (dx) *dx = &m->work->dx;
         return STRIX_OK;
     }
     const strix_tensor *cur = dy;
@@ -173,7 +173,8 @@ strix_status strix_sequential_new(strix_backend *be, const char *prefix, strix_s
     if (!prefix) prefix = "";
     if (strlen(prefix) + 1 >= STRIX_PARAM_NAME_MAX)
         return strix_error(STRIX_ERR_ARG, "Sequential: prefix too long: %s", prefix);
-    strix_sequential *m = calloc(1, sizeof *m);
+    strix_sequential *m = NULL;
+    NN_CALLOC_WITH_WORK(m);
     if (!m) return NN_ALLOC_FAIL("Sequential");
     m->base.vt = &sequential_vt;
     m->base.be = be;

@@ -194,7 +194,7 @@ static strix_status explain_run(strix_gpt *g, const int32_t *ids, int T,
     float *host = malloc((size_t)V * 2 * sizeof(float));
     if (!host) return strix_error(STRIX_ERR_ALLOC, "gpt explain: out of memory");
     float *logits = host, *seed = host + V;
-    const float *dev_logits = g->lm_head->out.data + (size_t)(T - 1) * (size_t)V;
+    const float *dev_logits = strix_linear_output(g->lm_head)->data + (size_t)(T - 1) * (size_t)V;
     strix_status s = strix_copy(be, logits, dev_logits, (size_t)V * sizeof(float),
                                 STRIX_COPY_D2H);
     for (int v = 0; v < V && s == STRIX_OK; v++)
@@ -203,7 +203,7 @@ static strix_status explain_run(strix_gpt *g, const int32_t *ids, int T,
     if (s == STRIX_OK) predict_and_seed(logits, V, cfg, out, seed);
     // the seed (1,T,V): zero except the last position's row
     strix_tensor r0 = {0};
-    if (s == STRIX_OK) s = strix_tensor_new(be, 3, g->lm_head->out.shape, &r0);
+    if (s == STRIX_OK) s = strix_tensor_new(be, 3, strix_linear_output(g->lm_head)->shape, &r0);
     if (s == STRIX_OK) s = strix_fill(be, r0.data, 0.0f, (size_t)T * (size_t)V);
     if (s == STRIX_OK)
         s = strix_copy(be, r0.data + (size_t)(T - 1) * (size_t)V, seed, (size_t)V * sizeof(float),
@@ -212,7 +212,7 @@ static strix_status explain_run(strix_gpt *g, const int32_t *ids, int T,
     const strix_tensor *r = &r0;
     if (s == STRIX_OK) s = g->lm_head->base.vt->relevance(&g->lm_head->base, r, &r);
     // ln_f's input is the last block's output (LayerNorm keeps only xhat and the std)
-    const strix_tensor *x_f = &g->h[g->cfg.n_layer - 1]->out;
+    const strix_tensor *x_f = strix_block_output(g->h[g->cfg.n_layer - 1]);
     if (s == STRIX_OK) s = strix_layernorm_relevance(g->ln_f, x_f, r, &r);
     out->softmax_gap = 0.0;
     for (int l = g->cfg.n_layer - 1; l >= 0 && s == STRIX_OK; l--) {

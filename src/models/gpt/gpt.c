@@ -239,7 +239,7 @@ strix_status strix_gpt_forward(strix_gpt *g, const int32_t *ids, const int32_t *
     return STRIX_OK;
 }
 
-const float *strix_gpt_logits(const strix_gpt *g) { return g->lm_head->out.data; }
+const float *strix_gpt_logits(const strix_gpt *g) { return strix_linear_output(g->lm_head)->data; }
 
 strix_status strix_gpt_backward(strix_gpt *g) {
     if (!g->can_backward)
