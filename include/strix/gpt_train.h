@@ -37,8 +37,9 @@ typedef struct strix_gpt_train_data {
     strix_train_state *state;   /* data_rng (random windows) or cursor (sequential), advanced in
                                  * place after each batch */
     bool sequential;            /* strix_corpus_batch_sequential instead of _random */
-    /* evaluation (corpus mode): the mean loss of eval_batches random validation batches, the
-     * stream re-seeded with eval_seed at every evaluation (so it never perturbs training) */
+    /* evaluation (corpus mode): the mean loss of eval_batches random validation batches (of B
+     * sequences, whatever grad_accum), the stream re-seeded with eval_seed at every evaluation
+     * (so it never perturbs training) */
     int eval_batches;           /* 0: no evaluation (model->eval stays NULL) */
     uint64_t eval_seed;
     /* caller-fed mode */
