@@ -373,6 +373,7 @@ static strix_checkpoint_info tiny_info(const strix_gpt_config *c) {
     info.train.adam_beta2 = 0.999f;
     info.train.adam_eps = 1e-8f;
     info.train.batch = 4;
+    info.train.grad_accum = 3;
     info.train.seed = UINT64_MAX;
     info.train.eval_every = 25;
     info.train.eval_batches = 3;
@@ -421,6 +422,7 @@ static void test_gpt_checkpoint_round_trip(void **state) {
     assert_int_equal(got->state.step, 42);
     assert_true(got->state.data_rng == info.state.data_rng);
     assert_true(got->train.seed == UINT64_MAX);
+    assert_int_equal(got->train.grad_accum, info.train.grad_accum);
     assert_true(got->train.lr == info.train.lr);
     assert_true(got->train.adam_eps == info.train.adam_eps);
     assert_true(got->state.cursor.pos == 17 && got->state.cursor.epoch == 3);
@@ -554,9 +556,10 @@ static void test_gpt_checkpoint_tied_weights_stored_once(void **state) {
     strix_backend_free(be);
 }
 
-/* The metadata keys and their texts, as every strix checkpoint so far has written them, and each
- * key checked on load: removing it, or (run fields) garbling it, makes the file fail to open with
- * a message naming the key. */
+/* The metadata keys and their texts, as every strix checkpoint so far has written them (plus
+ * grad_accum, the one optional key), and each key checked on load: removing it, or (run fields)
+ * garbling it, makes the file fail to open with a message naming the key; a file without
+ * grad_accum (written before accumulation) opens with grad_accum 1, a garbled one fails. */
 static void test_checkpoint_metadata_fields(void **state) {
     strix_backend *be;
     assert_int_equal(strix_backend_init("cpu", &be), STRIX_OK);
@@ -572,9 +575,9 @@ static void test_checkpoint_metadata_fields(void **state) {
     static const char *const keys[] = {
         "format", "format_version", "config", "vocab", "step", "total_steps", "time_limit", "lr",
         "min_lr", "warmup", "weight_decay", "clip", "adam_beta1", "adam_beta2", "adam_eps",
-        "batch", "seed", "eval_every", "eval_batches", "val_fraction", "data_path", "data_size",
-        "data_hash", "sampling", "stride", "backend", "data_rng", "seq_pos", "seq_epoch",
-        "val_loss", "optimizer"};
+        "batch", "grad_accum", "seed", "eval_every", "eval_batches", "val_fraction",
+        "data_path", "data_size", "data_hash", "sampling", "stride", "backend", "data_rng",
+        "seq_pos", "seq_epoch", "val_loss", "optimizer"};
     const int n_keys = (int)(sizeof keys / sizeof *keys);
     assert_int_equal(strix_safetensors_meta_count(st), n_keys);
     for (int i = 0; i < n_keys; i++)
@@ -583,7 +586,8 @@ static void test_checkpoint_metadata_fields(void **state) {
         {"format_version", "1"}, {"vocab", "0a616263ff"}, {"step", "42"},
         {"total_steps", "100"}, {"time_limit", "0"}, {"lr", "0.0003"}, {"min_lr", "3e-05"},
         {"warmup", "10"}, {"weight_decay", "0.1"}, {"clip", "1"}, {"adam_beta2", "0.999"},
-        {"adam_eps", "1e-08"}, {"batch", "4"}, {"seed", "18446744073709551615"},
+        {"adam_eps", "1e-08"}, {"batch", "4"}, {"grad_accum", "3"},
+        {"seed", "18446744073709551615"},
         {"eval_every", "25"}, {"eval_batches", "3"}, {"val_fraction", "0.1"},
         {"data_path", "some dir/with \"quotes\".txt"}, {"data_size", "12345"},
         {"data_hash", "0123456789abcdef"}, {"sampling", "random"}, {"stride", "8"},
@@ -618,6 +622,15 @@ static void test_checkpoint_metadata_fields(void **state) {
             assert_int_equal(strix_safetensors_write(edited, ts, n, meta, m), STRIX_OK);
             strix_checkpoint *ck = (strix_checkpoint *)1;
             strix_status s = strix_checkpoint_open(edited, &ck);
+            if (!garble && strcmp(keys[k], "grad_accum") == 0) { /* optional: default 1 */
+                if (s != STRIX_OK)
+                    fail_msg("without grad_accum: got %s '%s', expected it to open",
+                             strix_status_str(s), strix_last_error());
+                assert_int_equal(strix_checkpoint_info_of(ck)->train.grad_accum, 1);
+                assert_int_equal(strix_checkpoint_info_of(ck)->train.batch, 4);
+                strix_checkpoint_close(ck);
+                continue;
+            }
             char want[96];
             if (garble) snprintf(want, sizeof want, "metadata '%s' = '-x1' is invalid", keys[k]);
             else if (k == 0) snprintf(want, sizeof want, "not a strix checkpoint");

@@ -9,6 +9,9 @@
  *    2-D weights only, nanoGPT's groups), taken by the trainer (strix_train_step, no clipping);
  *  - the KV-cache decode path gives the full forward's logits at every position;
  *  - determinism: two runs are bit-identical, and so are runs on 1 and 2 threads;
+ *  - gradient accumulation: two micro-batches of B with the loss scaled by 1/2 give the gradient
+ *    and the training steps of one batch of 2B (to rounding), scale 1 is the plain backward;
+ *    a grad_accum 2 run on a corpus, stopped and resumed, is bit-identical to the whole run;
  *  - configuration checks and forward argument errors.
  */
 #include <setjmp.h>
@@ -236,6 +239,283 @@ static void test_grad_accumulates(void **state) {
         free(twice);
         case_close(&k);
     }
+}
+
+// ---- gradient accumulation ---------------------------------------------------------------------
+
+/* Two micro-batches of one step: the golden batch (B,T) and a second one of B other sequences
+ * (each id and target shifted by one, mod V), and both as one (2B,T) batch. */
+typedef struct accum_batches {
+    int32_t *ids[2], *tg[2]; /* the micro-batches, B·T each */
+    int32_t *ids2, *tg2;     /* their concatenation, 2B·T */
+    size_t n;                /* B·T */
+    int calls;               /* caller-fed mode: batches handed out so far */
+} accum_batches;
+
+static void accum_open(const golden_case *k, int V, accum_batches *a) {
+    a->n = (size_t)k->B * (size_t)k->T;
+    a->ids2 = malloc(2 * a->n * sizeof *a->ids2);
+    a->tg2 = malloc(2 * a->n * sizeof *a->tg2);
+    assert_non_null(a->ids2);
+    assert_non_null(a->tg2);
+    for (size_t i = 0; i < a->n; i++) {
+        a->ids2[i] = k->ids[i];
+        a->tg2[i] = k->tg[i];
+        a->ids2[a->n + i] = (k->ids[i] + 1) % V;
+        a->tg2[a->n + i] = k->tg[i] < 0 ? k->tg[i] : (k->tg[i] + 1) % V;
+    }
+    for (int m = 0; m < 2; m++) {
+        a->ids[m] = a->ids2 + (size_t)m * a->n;
+        a->tg[m] = a->tg2 + (size_t)m * a->n;
+    }
+    a->calls = 0;
+}
+
+static void accum_close(accum_batches *a) {
+    free(a->ids2);
+    free(a->tg2);
+}
+
+/* grad_accum 2: micro-batch 0 then 1 of every step (the adapter calls once per micro-batch). */
+static strix_status accum_next(void *user, int64_t step, int32_t *ids, int32_t *targets) {
+    (void)step;
+    accum_batches *a = user;
+    int m = a->calls++ % 2;
+    memcpy(ids, a->ids[m], a->n * sizeof *ids);
+    memcpy(targets, a->tg[m], a->n * sizeof *targets);
+    return STRIX_OK;
+}
+
+/* grad_accum 1: the (2B,T) batch at every step. */
+static strix_status double_next(void *user, int64_t step, int32_t *ids, int32_t *targets) {
+    (void)step;
+    const accum_batches *a = user;
+    memcpy(ids, a->ids2, 2 * a->n * sizeof *ids);
+    memcpy(targets, a->tg2, 2 * a->n * sizeof *targets);
+    return STRIX_OK;
+}
+
+/* The largest |a - b| / (1 + |b|) over n floats. */
+static double worst_rel(const float *a, const float *b, size_t n) {
+    double worst = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        double d = fabs((double)a[i] - b[i]) / (1.0 + fabs((double)b[i]));
+        if (d > worst) worst = d;
+    }
+    return worst;
+}
+
+/* PyTorch's (loss / 2).backward() over two micro-batches of B sequences gives the gradient of
+ * one batch of 2B: the seeds are equal bit for bit (1/(2·BT) = 0.5·(1/BT) exactly in float) and
+ * only the sums over the 2B·T rows (weight GEMMs, embedding and position sums) run in another
+ * order, two partial sums of B·T rows added instead of one sum: a few float ulps, below 1e-6
+ * relative to 1 + |g| (measured at most 2.4e-7 on cpu and cpu-blas). And the scaled backward
+ * consumes its forward. */
+static void test_backward_scaled(void **state) {
+    strix_backend *be = *state;
+    for (size_t mi = 0; mi < sizeof MODELS / sizeof MODELS[0]; mi++) {
+        golden_case k;
+        case_open(be, &MODELS[mi], &k);
+        strix_params *ps = k.ps;
+        accum_batches a;
+        accum_open(&k, strix_gpt_config_of(k.g)->vocab_size, &a);
+        float loss2, loss[2];
+        OK(strix_params_zero_grad(ps));
+        OK(strix_gpt_forward(k.g, a.ids2, a.tg2, 2 * k.B, k.T, &loss2));
+        OK(strix_gpt_backward(k.g));
+        float *whole = from_backend(be, ps->grad, ps->total);
+        OK(strix_params_zero_grad(ps));
+        for (int m = 0; m < 2; m++) {
+            OK(strix_gpt_forward(k.g, a.ids[m], a.tg[m], k.B, k.T, &loss[m]));
+            OK(strix_gpt_backward_scaled(k.g, strix_grad_accum_scale(1, 2)));
+            // the seed was scaled in place: a second backward of this forward is refused
+            assert_int_equal(strix_gpt_backward_scaled(k.g, 0.5f), STRIX_ERR_ARG);
+        }
+        float *accum = from_backend(be, ps->grad, ps->total);
+        double worst = worst_rel(accum, whole, ps->total);
+        print_message("    %s: grad_accum 2 vs batch 2B: worst rel diff %.3g, loss %.7f vs "
+                      "%.7f\n", MODELS[mi].file, worst, 0.5 * (loss[0] + loss[1]), loss2);
+        assert_true(worst < 1e-6);
+        assert_true(fabs(0.5 * ((double)loss[0] + loss[1]) - loss2) < 1e-6 * (1.0 + loss2));
+        assert_true(loss[0] != loss[1]); // two different micro-batches
+        // scale 1 is strix_gpt_backward, bit for bit; a non-finite scale is refused
+        OK(strix_params_zero_grad(ps));
+        OK(strix_gpt_forward(k.g, a.ids[0], a.tg[0], k.B, k.T, NULL));
+        OK(strix_gpt_backward(k.g));
+        float *plain = from_backend(be, ps->grad, ps->total);
+        OK(strix_params_zero_grad(ps));
+        OK(strix_gpt_forward(k.g, a.ids[0], a.tg[0], k.B, k.T, NULL));
+        assert_int_equal(strix_gpt_backward_scaled(k.g, NAN), STRIX_ERR_ARG);
+        OK(strix_gpt_backward_scaled(k.g, 1.0f));
+        float *one = from_backend(be, ps->grad, ps->total);
+        assert_memory_equal(plain, one, ps->total * sizeof *one);
+        free(whole);
+        free(accum);
+        free(plain);
+        free(one);
+        accum_close(&a);
+        case_close(&k);
+    }
+}
+
+/* Four AdamW steps of the trainer with grad_accum 2 at batch B equal four steps at batch 2B on
+ * the same sequences, to rounding: the gradients differ by a few ulps (test_backward_scaled), so
+ * the weights agree to 1e-6 relative to 1 + |w| (measured at most 2.7e-7) and the losses to 1e-6.
+ * adam_eps is 1e-4, not 1e-8: the key part of attn.c_attn.bias has a gradient that is zero in
+ * exact arithmetic (softmax ignores the q·b_k added to a whole row of scores), so both runs
+ * compute rounding noise there, different noise for the two summation orders, and with eps 1e-8
+ * Adam's m/(sqrt(v) + eps) turns noise of any size into steps of ~lr (measured 1.5e-3 apart
+ * after 4 steps); eps 1e-4 scales such noise (~1e-9) down to nothing and leaves the real
+ * gradients (~1e-2) Adam's steps. */
+static void test_train_grad_accum(void **state) {
+    strix_backend *be = *state;
+    for (size_t mi = 0; mi < sizeof MODELS / sizeof MODELS[0]; mi++) {
+        enum { STEPS = 4 };
+        float losses[2][STEPS];
+        float *weights[2];
+        int calls = 0;
+        for (int run = 0; run < 2; run++) {
+            golden_case k;
+            case_open(be, &MODELS[mi], &k);
+            accum_batches a;
+            accum_open(&k, strix_gpt_config_of(k.g)->vocab_size, &a);
+            int accum = run == 0 ? 2 : 1;
+            strix_train_config cfg = {.steps = STEPS, .lr = 1e-3f, .min_lr = 1e-3f,
+                                      .weight_decay = 0.1f, .clip = 0.0f, .adam_beta1 = 0.9f,
+                                      .adam_beta2 = 0.999f, .adam_eps = 1e-4f,
+                                      .batch = k.B * 2 / accum, .grad_accum = accum};
+            strix_gpt_train_data d = {.batch = cfg.batch, .seq_len = k.T,
+                                      .next = accum == 2 ? accum_next : double_next, .user = &a};
+            strix_train_model model;
+            strix_optimizer *opt;
+            OK(strix_gpt_train_model(k.g, &d, &model));
+            OK(strix_train_optimizer(model.params, &cfg, &opt));
+            for (int s = 0; s < STEPS; s++) {
+                strix_train_step_result r;
+                OK(strix_train_step(&cfg, &model, opt, NULL, s, &r));
+                assert_false(r.skipped);
+                losses[run][s] = r.loss;
+            }
+            if (accum == 2) calls = a.calls;
+            weights[run] = from_backend(be, k.ps->data, k.ps->total);
+            size_t total = k.ps->total;
+            strix_optimizer_free(opt);
+            strix_gpt_train_model_free(&model);
+            accum_close(&a);
+            case_close(&k);
+            if (run == 1) {
+                double worst = worst_rel(weights[0], weights[1], total);
+                print_message("    %s: 4 steps grad_accum 2 vs batch 2B: weights worst rel "
+                              "diff %.3g\n", MODELS[mi].file, worst);
+                assert_true(worst < 1e-6);
+            }
+        }
+        assert_int_equal(calls, 2 * STEPS); // one batch per micro-batch
+        assert_true(losses[0][STEPS - 1] < losses[0][0]); // it learns
+        for (int s = 0; s < STEPS; s++)
+            assert_true(fabsf(losses[0][s] - losses[1][s]) < 1e-6f * (1.0f + losses[1][s]));
+        free(weights[0]);
+        free(weights[1]);
+    }
+}
+
+/* A run of the trainer on a corpus with grad_accum 2, both stream kinds. */
+typedef struct accum_run {
+    strix_gpt *g;
+    strix_train_model model;
+    strix_optimizer *opt;
+    strix_train_state st;
+} accum_run;
+
+static strix_train_action stop_after_3(void *user, const strix_train_event *ev) {
+    (void)user;
+    return ev->kind == STRIX_TRAIN_EV_STEP && ev->step == 3 ? STRIX_TRAIN_STOP
+                                                            : STRIX_TRAIN_CONTINUE;
+}
+
+/* Builds a run on `corpus` (weights from seed 5 when `init`) at the train state `st`. */
+static void accum_run_open(strix_backend *be, const strix_corpus *corpus, bool sequential,
+                           bool init, const strix_train_state *st, const strix_train_config *cfg,
+                           accum_run *r) {
+    strix_gpt_config c = strix_gpt_config_default();
+    c.vocab_size = corpus->vocab.size;
+    c.n_layer = 1;
+    c.d_model = 16;
+    c.n_head = 2;
+    c.block_size = 16;
+    OK(strix_gpt_new(be, &c, &r->g));
+    if (init) OK(strix_gpt_init_weights(r->g, 5));
+    r->st = *st;
+    strix_gpt_train_data d = {.batch = cfg->batch, .corpus = corpus, .state = &r->st,
+                              .sequential = sequential};
+    OK(strix_gpt_train_model(r->g, &d, &r->model));
+    OK(strix_train_optimizer(r->model.params, cfg, &r->opt));
+}
+
+static void accum_run_close(accum_run *r) {
+    strix_optimizer_free(r->opt);
+    strix_gpt_train_model_free(&r->model);
+    strix_gpt_free(r->g);
+}
+
+/* A grad_accum 2 run stopped after step 3 and resumed (its weights, moments and stream state in
+ * a fresh GPT) ends bit-identical to the uninterrupted run: the adapter draws micro-batch 0's
+ * windows, then micro-batch 1's, from the one stream, so the state between steps is all a
+ * resume needs. Random windows and the sequential walk. */
+static void test_resume_grad_accum(void **state) {
+    strix_backend *be = *state;
+    char text[4096];
+    strix_rng rng;
+    strix_rng_seed(&rng, 11);
+    for (size_t i = 0; i < sizeof text; i++) text[i] = (char)('a' + strix_rng_below(&rng, 7));
+    strix_corpus corpus;
+    OK(strix_corpus_from_bytes((const unsigned char *)text, sizeof text, &corpus));
+    enum { STEPS = 6 };
+    strix_train_config cfg = {.steps = STEPS, .lr = 1e-2f, .min_lr = 1e-3f, .warmup = 2,
+                              .weight_decay = 0.1f, .clip = 1.0f, .adam_beta1 = 0.9f,
+                              .adam_beta2 = 0.999f, .adam_eps = 1e-8f, .batch = 3,
+                              .grad_accum = 2};
+    for (int seq = 0; seq < 2; seq++) {
+        strix_train_state st0 = {.data_rng = 99, .cursor = {.stride = 5}, .val_loss = NAN};
+        accum_run a, b, c;
+        accum_run_open(be, &corpus, seq, true, &st0, &cfg, &a);
+        strix_train_result ra, rb, rc;
+        OK(strix_train_run(&cfg, &a.model, a.opt, &a.st, NULL, &ra));
+        assert_int_equal(ra.end, STRIX_TRAIN_FINISHED);
+        // 2·3 windows per step: the stream moved by 36 windows
+        if (seq) assert_int_equal(a.st.cursor.pos, 36 * 5);
+        else assert_true(a.st.data_rng != st0.data_rng);
+
+        accum_run_open(be, &corpus, seq, true, &st0, &cfg, &b);
+        strix_train_hooks hb = {.on_event = stop_after_3};
+        OK(strix_train_run(&cfg, &b.model, b.opt, &b.st, &hb, &rb));
+        assert_int_equal(rb.end, STRIX_TRAIN_STOPPED);
+        assert_int_equal(b.st.step, 3);
+        accum_run_open(be, &corpus, seq, false, &b.st, &cfg, &c);
+        strix_params *pa = a.model.params, *pb = b.model.params, *pc = c.model.params;
+        size_t bytes = pb->total * sizeof(float);
+        OK(strix_copy(be, pc->data, pb->data, bytes, STRIX_COPY_D2D));
+        OK(strix_copy(be, pc->m, pb->m, bytes, STRIX_COPY_D2D));
+        OK(strix_copy(be, pc->v, pb->v, bytes, STRIX_COPY_D2D));
+        OK(strix_train_run(&cfg, &c.model, c.opt, &c.st, NULL, &rc));
+        assert_int_equal(rc.first_step, 3);
+        assert_int_equal(c.st.step, STEPS);
+        float *wa = from_backend(be, pa->data, pa->total), *wc = from_backend(be, pc->data,
+                                                                             pc->total);
+        float *ma = from_backend(be, pa->m, pa->total), *mc = from_backend(be, pc->m, pc->total);
+        float *va = from_backend(be, pa->v, pa->total), *vc = from_backend(be, pc->v, pc->total);
+        assert_true(tl_check_bits("resumed params", wc, wa, pa->total));
+        assert_true(tl_check_bits("resumed m", mc, ma, pa->total));
+        assert_true(tl_check_bits("resumed v", vc, va, pa->total));
+        assert_true(rc.loss == ra.loss);
+        assert_true(c.st.data_rng == a.st.data_rng);
+        assert_true(c.st.cursor.pos == a.st.cursor.pos && c.st.cursor.epoch == a.st.cursor.epoch);
+        free(wa), free(wc), free(ma), free(mc), free(va), free(vc);
+        accum_run_close(&a);
+        accum_run_close(&b);
+        accum_run_close(&c);
+    }
+    strix_corpus_free(&corpus);
 }
 
 // ---- KV-cache decoding -------------------------------------------------------------------------
@@ -472,6 +752,9 @@ int main(void) {
         BACKEND_TEST(test_determinism_repeat),
         BACKEND_TEST(test_determinism_threads),
         BACKEND_TEST(test_grad_accumulates),
+        BACKEND_TEST(test_backward_scaled),
+        BACKEND_TEST(test_train_grad_accum),
+        BACKEND_TEST(test_resume_grad_accum),
     };
     return run_on_each_backend("gpt", tests, sizeof tests / sizeof tests[0]) ? 1 : 0;
 }

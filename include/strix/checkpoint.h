@@ -8,8 +8,10 @@
  *   - __metadata__: format "strix-gpt", format_version "1", config (the GPT config as JSON),
  *     vocab (the vocabulary bytes in hex, two lowercase digits each), and the run: step,
  *     total_steps, time_limit, lr, min_lr, warmup, weight_decay, clip, adam_beta1/2, adam_eps,
- *     batch, seed, eval_every, eval_batches, val_fraction, data_path, data_size, data_hash,
- *     sampling ("random"/"sequential"), stride, backend, data_rng, seq_pos, seq_epoch, val_loss.
+ *     batch, grad_accum, seed, eval_every, eval_batches, val_fraction, data_path, data_size,
+ *     data_hash, sampling ("random"/"sequential"), stride, backend, data_rng, seq_pos,
+ *     seq_epoch, val_loss. Every key is required except grad_accum (newer than the format: a
+ *     file without it loads as 1).
  *     Integers are decimal (data_hash: 16 hex digits); floats are the shortest decimal text
  *     that reads back as the same float (or double), so every value reads back bit for bit and
  *     --resume continues the run exactly. These run fields come from one table in

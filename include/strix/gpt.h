@@ -66,8 +66,17 @@ STRIX_API strix_status strix_gpt_forward(strix_gpt *g, const int32_t *ids, const
                                          int B, int T, float *loss);
 STRIX_API const float *strix_gpt_logits(const strix_gpt *g);
 
-/* Backward of the last forward with targets: parameter grads `+=` (call zero_grad first). */
+/* Backward of the last forward with targets: parameter grads `+=` (call zero_grad first).
+ * Shorthand for strix_gpt_backward_scaled(g, 1) (bit-identical). */
 STRIX_API strix_status strix_gpt_backward(strix_gpt *g);
+
+/* Backward of scale·loss: parameter grads `+=` scale·∂loss/∂θ, PyTorch's `(loss /
+ * accum).backward()` for gradient accumulation (scale = strix_grad_accum_scale(1, accum)). The
+ * scale multiplies the loss's seed gradient dlogits once, before the backward (scale 1 skips it:
+ * the path of strix_gpt_backward); a scale other than 1 consumes the forward (another backward
+ * needs a new forward). STRIX_ERR_ARG without a forward with targets or for a non-finite
+ * scale; backend errors. */
+STRIX_API strix_status strix_gpt_backward_scaled(strix_gpt *g, float scale);
 
 /* Incremental decoding with a KV cache (batch 1): strix_gpt_decode_reset() empties the cache;
  * strix_gpt_decode_step() appends one token at the next position (< block_size) and writes the

@@ -4,8 +4,15 @@
  * batches. Batches come from a corpus (random windows or the sequential walk, the stream's state
  * in a strix_train_state that checkpoints save) or from the caller (fixed batches in tests).
  *
- * Not here: the checkpoint writer (the caller sets model->save, e.g. to strix_checkpoint_save),
- * gradient accumulation (strix_gpt_forward takes no loss scale yet: grad_scale must be 1).
+ * Gradient accumulation (strix_train_config.grad_accum = k): each of the k micro-batches of a
+ * step is a batch of its own, drawn in micro-batch order from the one stream (corpus mode: micro
+ * 0's B windows first, then micro 1's, ...; caller-fed mode: k calls of `next` with the same
+ * step; in corpus mode the k·B windows of a step are those one batch of k·B would draw), and
+ * backpropagated with strix_gpt_backward_scaled(g, grad_scale). The stream's state is
+ * saved only between steps, so a run resumed with the same k is bit-identical to an
+ * uninterrupted one.
+ *
+ * Not here: the checkpoint writer (the caller sets model->save, e.g. to strix_checkpoint_save).
  */
 #ifndef STRIX_GPT_TRAIN_H
 #define STRIX_GPT_TRAIN_H
@@ -17,7 +24,8 @@
 extern "C" {
 #endif
 
-/* Writes batch number `step` (B·T host ids and targets) for the caller-fed mode. */
+/* Writes the next batch of step `step` (B·T host ids and targets) for the caller-fed mode; called
+ * once per micro-batch, in order (grad_accum times with the same step). */
 typedef strix_status (*strix_gpt_batch_fn)(void *user, int64_t step, int32_t *ids,
                                            int32_t *targets);
 
@@ -29,8 +37,9 @@ typedef struct strix_gpt_train_data {
     strix_train_state *state;   /* data_rng (random windows) or cursor (sequential), advanced in
                                  * place after each batch */
     bool sequential;            /* strix_corpus_batch_sequential instead of _random */
-    /* evaluation (corpus mode): the mean loss of eval_batches random validation batches, the
-     * stream re-seeded with eval_seed at every evaluation (so it never perturbs training) */
+    /* evaluation (corpus mode): the mean loss of eval_batches random validation batches (of B
+     * sequences, whatever grad_accum), the stream re-seeded with eval_seed at every evaluation
+     * (so it never perturbs training) */
     int eval_batches;           /* 0: no evaluation (model->eval stays NULL) */
     uint64_t eval_seed;
     /* caller-fed mode */
@@ -41,7 +50,7 @@ typedef struct strix_gpt_train_data {
 /* Fills *model (ctx, params = strix_gpt_params(g), loss_step, eval; save NULL) for training g on
  * `data` (copied; corpus, state and user are borrowed and must outlive the model).
  * STRIX_ERR_ARG for bad sizes or neither a corpus nor a batch function; STRIX_ERR_ALLOC.
- * loss_step returns STRIX_ERR_UNSUPPORTED for grad_scale != 1. */
+ * loss_step backpropagates grad_scale·loss (strix_gpt_backward_scaled). */
 STRIX_API strix_status strix_gpt_train_model(strix_gpt *g, const strix_gpt_train_data *data,
                                              strix_train_model *model);
 

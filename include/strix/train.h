@@ -57,7 +57,7 @@ typedef struct strix_train_config {
     const char *backend;      /* backend the run trains on ("cpu", "cpu-blas", "cuda:0", ...;
                                * borrowed, NULL reads as ""); a resume keeps it unless told
                                * otherwise */
-    int grad_accum;           /* micro-batches per step (0 and 1: none); not in GPT checkpoints */
+    int grad_accum;           /* micro-batches per step (0, 1: none); checkpoint key grad_accum */
 } strix_train_config;
 
 /* Where a run stands. The trainer owns step and val_loss; the model's data stream owns the rest

@@ -44,7 +44,7 @@ typedef struct train_flags {
     const char *data, *out, *resume, *backend, *device, *head_sizes;
     int64_t steps;
     double time;
-    int d_model, layers, heads, d_ff, block, batch, threads, eval_batches;
+    int d_model, layers, heads, d_ff, block, batch, grad_accum, threads, eval_batches;
     float lr, min_lr, weight_decay, clip;
     int64_t warmup, eval_every, stride, stop_after, log_every;
     double save_delay;
@@ -54,7 +54,7 @@ typedef struct train_flags {
 } train_flags;
 
 #define BIG 1e300
-#define NSPECS 32
+#define NSPECS 33
 
 /* Fills specs (NSPECS entries) pointing into f. */
 static void train_specs(train_flags *f, arg_spec *s) {
@@ -76,7 +76,10 @@ static void train_specs(train_flags *f, arg_spec *s) {
         FLAG("d-ff", ARG_INT, &f->d_ff, 0, 1 << 24, 0, "N",
              "MLP hidden size (default 0 = 4 x d-model)"),
         FLAG("block", ARG_INT, &f->block, 1, 1 << 20, 0, "T", "context length T (default 64)"),
-        FLAG("batch", ARG_INT, &f->batch, 1, 1 << 20, 0, "B", "sequences per step B (default 16)"),
+        FLAG("batch", ARG_INT, &f->batch, 1, 1 << 20, 0, "B",
+             "sequences per micro-batch B (default 16)"),
+        FLAG("grad-accum", ARG_INT, &f->grad_accum, 1, 1 << 16, 0, "N",
+             "micro-batches per step: N x B sequences, gradients averaged (default 1)"),
         FLAG("lr", ARG_FLOAT, &f->lr, 0, 10, true, "RATE", "peak learning rate (default 1e-3)"),
         FLAG("min-lr", ARG_FLOAT, &f->min_lr, 0, 10, 0, "RATE",
              "final learning rate of the cosine decay (default lr/10)"),
@@ -189,6 +192,8 @@ static bool checkpoint_value(const strix_checkpoint_info *ck, const char *name, 
     else if (strcmp(name, "d-ff") == 0) snprintf(buf, cap, "%d", m->d_ff);
     else if (strcmp(name, "block") == 0) snprintf(buf, cap, "%d", m->block_size);
     else if (strcmp(name, "batch") == 0) snprintf(buf, cap, "%d", t->batch);
+    else if (strcmp(name, "grad-accum") == 0)
+        snprintf(buf, cap, "%d", t->grad_accum > 1 ? t->grad_accum : 1);
     else if (strcmp(name, "lr") == 0) args_format_float(buf, cap, t->lr);
     else if (strcmp(name, "min-lr") == 0) args_format_float(buf, cap, t->min_lr);
     else if (strcmp(name, "warmup") == 0) snprintf(buf, cap, "%" PRId64, t->warmup);
@@ -327,7 +332,9 @@ static void progress(run *r, int64_t step, int64_t first, float loss, double t0,
     if (!due) return;
     last_print = now;
     double done = (double)(step - first);
-    double tok_s = elapsed > 0 ? done * r->info.train.batch * r->info.model.block_size / elapsed
+    int accum = r->info.train.grad_accum > 1 ? r->info.train.grad_accum : 1;
+    double tok_s = elapsed > 0 ? done * accum * r->info.train.batch * r->info.model.block_size
+                                     / elapsed
                                : 0.0;
     double eta = done > 0 ? elapsed / done * (double)(total - step) : NAN;
     if (r->time_limit > 0 && r->time_limit - elapsed < eta) eta = r->time_limit - elapsed;
@@ -697,6 +704,7 @@ static int start_new(run *r, train_flags *f, arg_spec *specs, int n) {
     t->adam_beta2 = adam.beta2;
     t->adam_eps = adam.eps;
     t->batch = f->batch;
+    t->grad_accum = f->grad_accum;
     t->seed = f->seed;
     t->eval_every = f->eval_every;
     t->eval_batches = f->eval_batches;
@@ -808,7 +816,8 @@ static int start_resumed(run *r, train_flags *f, arg_spec *specs, int n) {
 int cmd_train(int argc, char **argv) {
     train_flags f = {
         .out = NULL, .backend = "cpu", .steps = DEFAULT_STEPS, .time = 0.0, .d_model = 128,
-        .layers = 4, .heads = 4, .d_ff = 0, .block = 64, .batch = 16, .threads = 0,
+        .layers = 4, .heads = 4, .d_ff = 0, .block = 64, .batch = 16, .grad_accum = 1,
+        .threads = 0,
         .eval_batches = 20, .lr = 1e-3f, .min_lr = 1e-4f, .weight_decay = 0.1f, .clip = 1.0f,
         .warmup = 100, .eval_every = 250, .stride = 0, .stop_after = 0, .log_every = 50,
         .save_delay = 0.0,

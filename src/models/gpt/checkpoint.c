@@ -226,19 +226,23 @@ typedef enum field_kind {
     FIELD_SAMPLING, /* bool: "sequential" (true) or "random" (false) */
 } field_kind;
 
-/* One metadata key of the run: where its value lives in strix_checkpoint_info and its range. */
+/* One metadata key of the run: where its value lives in strix_checkpoint_info and its range.
+ * A required key missing from a file is a format error; an optional one (a key newer than the
+ * format, e.g. grad_accum) loads as `def`. */
 typedef struct meta_field {
     const char *key;
     field_kind kind;
     size_t offset, size; /* of the member in strix_checkpoint_info */
     double lo, hi;
+    bool optional;
+    double def;          /* the value of a missing optional key (FIELD_INT and FIELD_I64) */
 } meta_field;
 
 #define MEMBER_SIZE(m) sizeof(((strix_checkpoint_info *)0)->m)
 /* The member's size, and a compile error when it is not the `bytes` its kind stores. */
 #define SIZE_IS(m, bytes) (MEMBER_SIZE(m) + 0 * sizeof(char[MEMBER_SIZE(m) == (bytes) ? 1 : -1]))
 #define FIELD(key, kind, m, bytes, lo, hi)                                                        \
-    {key, kind, offsetof(strix_checkpoint_info, m), SIZE_IS(m, bytes), lo, hi}
+    {key, kind, offsetof(strix_checkpoint_info, m), SIZE_IS(m, bytes), lo, hi, false, 0}
 #define I64(key, m, lo, hi) FIELD(key, FIELD_I64, m, sizeof(int64_t), lo, hi)
 #define INT(key, m, lo, hi) FIELD(key, FIELD_INT, m, sizeof(int), lo, hi)
 #define U64(key, m) FIELD(key, FIELD_U64, m, sizeof(uint64_t), 0, 0)
@@ -248,6 +252,10 @@ typedef struct meta_field {
 #define F64_NAN(key, m, lo, hi) FIELD(key, FIELD_F64_NAN, m, sizeof(double), lo, hi)
 #define STR(key, m, min_len, cap) FIELD(key, FIELD_STR, m, sizeof(const char *), min_len, cap)
 #define SAMPLING(key, m) FIELD(key, FIELD_SAMPLING, m, sizeof(bool), 0, 0)
+/* An int key that older checkpoints lack: missing loads as def */
+#define INT_OPT(key, m, lo, hi, def)                                                              \
+    {key, FIELD_INT, offsetof(strix_checkpoint_info, m), SIZE_IS(m, sizeof(int)), lo, hi, true,  \
+     def}
 
 #define BIG 9007199254740992.0 /* 2^53 */
 
@@ -266,6 +274,7 @@ static const meta_field run_fields[] = {
     F32("adam_beta2", train.adam_beta2, 0.0, 0.9999999),
     F32("adam_eps", train.adam_eps, 1e-30, 1.0),
     INT("batch", train.batch, 1, 1 << 24),
+    INT_OPT("grad_accum", train.grad_accum, 0, 1 << 16, 1), /* 0 and 1: none */
     U64("seed", train.seed),
     I64("eval_every", train.eval_every, 1, BIG),
     INT("eval_batches", train.eval_batches, 1, 1 << 24),
@@ -442,6 +451,15 @@ static float meta_f32(meta_reader *r, const char *key, double lo, double hi) {
 /* Reads field f from the file into info, or records the problem in r. */
 static void meta_read_field(meta_reader *r, const meta_field *f, strix_checkpoint_info *info) {
     char *at = (char *)info + f->offset;
+    if (f->optional && r->s == STRIX_OK && !strix_safetensors_meta(r->st, f->key)) {
+        STRIX_ASSERT(f->kind == FIELD_INT || f->kind == FIELD_I64,
+                     "checkpoint: optional key '%s' of a kind without a default", f->key);
+        int64_t x = (int64_t)f->def;
+        int i = (int)x;
+        if (f->kind == FIELD_INT) memcpy(at, &i, sizeof i);
+        else memcpy(at, &x, sizeof x);
+        return;
+    }
     switch (f->kind) {
     case FIELD_I64: {
         int64_t x = meta_i64(r, f->key, (int64_t)f->lo, (int64_t)f->hi);

@@ -241,10 +241,22 @@ strix_status strix_gpt_forward(strix_gpt *g, const int32_t *ids, const int32_t *
 
 const float *strix_gpt_logits(const strix_gpt *g) { return strix_linear_output(g->lm_head)->data; }
 
-strix_status strix_gpt_backward(strix_gpt *g) {
+strix_status strix_gpt_backward(strix_gpt *g) { return strix_gpt_backward_scaled(g, 1.0f); }
+
+strix_status strix_gpt_backward_scaled(strix_gpt *g, float scale) {
     if (!g->can_backward)
         return strix_error(STRIX_ERR_ARG,
                            "gpt backward: needs a forward with targets (and no decode since)");
+    if (!isfinite(scale))
+        return strix_error(STRIX_ERR_ARG, "gpt backward: loss scale %g is not finite",
+                           (double)scale);
+    // (scale·loss).backward(): the seed dlogits (already 1/valid from forward) times scale, in
+    // place, so the forward is consumed; scale 1 leaves the seed and the path untouched
+    if (scale != 1.0f) {
+        STRIX_TRY(strix_axpby(g->be, scale, g->dlogits.data, 0.0f, NULL, g->dlogits.data,
+                              (size_t)strix_tensor_numel(&g->dlogits)));
+        g->can_backward = false;
+    }
     const strix_tensor *d;
     STRIX_TRY(strix_linear_backward(g->lm_head, &g->dlogits, &d));
     STRIX_TRY(strix_layernorm_backward(g->ln_f, d, &d));

@@ -1,7 +1,8 @@
 /*
  * train_model.c - the GPT adapter of the trainer (strix/gpt_train.h): batches from a corpus or a
- * callback, forward + backward as the loss step, the validation mean as the evaluation. Holds the
- * host batch buffers; allocates nothing per step.
+ * callback, forward + backward (the loss scaled by the trainer's grad_scale for accumulation) as
+ * the loss step, the validation mean as the evaluation. Holds the host batch buffers; allocates
+ * nothing per step.
  */
 #include <stdlib.h>
 
@@ -17,10 +18,7 @@ typedef struct gpt_trainee {
 static strix_status loss_step(void *ctx, int64_t step, int micro, float grad_scale, float *loss) {
     gpt_trainee *t = ctx;
     const strix_gpt_train_data *d = &t->d;
-    (void)micro;
-    if (grad_scale != 1.0f)
-        return strix_error(STRIX_ERR_UNSUPPORTED, "gpt train: no gradient accumulation yet "
-                           "(grad_scale %g)", (double)grad_scale);
+    (void)micro; // the micro-batches of a step are drawn in order from the same stream
     int B = d->batch, T = t->T;
     if (d->corpus && d->sequential) {
         STRIX_TRY(strix_corpus_batch_sequential(d->corpus, STRIX_SPLIT_TRAIN, &d->state->cursor,
@@ -34,7 +32,7 @@ static strix_status loss_step(void *ctx, int64_t step, int micro, float grad_sca
         STRIX_TRY(d->next(d->user, step, t->ids, t->targets));
     }
     STRIX_TRY(strix_gpt_forward(t->g, t->ids, t->targets, B, T, loss));
-    return strix_gpt_backward(t->g);
+    return strix_gpt_backward_scaled(t->g, grad_scale);
 }
 
 static strix_status evaluate(void *ctx, double *val_loss) {
