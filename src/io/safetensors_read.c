@@ -389,8 +389,8 @@ strix_status strix_safetensors_parse(const void *bytes, size_t n, strix_safetens
 }
 
 /* The whole regular file fd (size bytes) into a malloc'ed buffer. */
-static strix_status read_whole(int fd, const char *path, size_t size, unsigned char **buf) {
-    *buf = malloc(size ? size : 1);
+strix_status st_read_whole(int fd, const char *path, size_t size, unsigned char **buf) {
+    *buf = malloc(size + 1);
     if (!*buf) return strix_error(STRIX_ERR_ALLOC, "out of memory reading '%s'", path);
     size_t got = 0;
     while (got < size) {
@@ -404,24 +404,34 @@ static strix_status read_whole(int fd, const char *path, size_t size, unsigned c
     return STRIX_OK;
 }
 
+strix_status st_open_regular(const char *path, int *fd, uint64_t *size) {
+    /* Only a regular file, read to its size: a FIFO would block (hence O_NONBLOCK for the open)
+     * and /dev/zero never end. */
+    *fd = open(path, O_RDONLY | O_NONBLOCK);
+    if (*fd < 0) return strix_error(STRIX_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
+    struct stat sb;
+    if (fstat(*fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        close(*fd);
+        *fd = -1;
+        return strix_error(STRIX_ERR_IO, "'%s' is not a regular file", path);
+    }
+    *size = (uint64_t)sb.st_size;
+    return STRIX_OK;
+}
+
 strix_status strix_safetensors_read_ex(const char *path, const strix_st_read_options *opt,
                                        strix_safetensors **out) {
     *out = NULL;
     strix_st_read_options o = opt ? *opt : (strix_st_read_options){0};
-    /* Only a regular file, read to its size: a FIFO would block (hence O_NONBLOCK for the open)
-     * and /dev/zero never end. */
-    int fd = open(path, O_RDONLY | O_NONBLOCK);
-    if (fd < 0) return strix_error(STRIX_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
-    struct stat sb;
-    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        close(fd);
-        return strix_error(STRIX_ERR_IO, "'%s' is not a regular file", path);
-    }
-    if ((uint64_t)sb.st_size > SIZE_MAX / 2) {
+    int fd;
+    uint64_t file_size;
+    strix_status opened = st_open_regular(path, &fd, &file_size);
+    if (opened != STRIX_OK) return opened;
+    if (file_size > SIZE_MAX / 2) {
         close(fd);
         return strix_error(STRIX_ERR_IO, "'%s' is too large to read", path);
     }
-    size_t size = (size_t)sb.st_size;
+    size_t size = (size_t)file_size;
     strix_safetensors *st = calloc(1, sizeof *st);
     strix_status s = st ? STRIX_OK : strix_error(STRIX_ERR_ALLOC, "safetensors: out of memory");
     const unsigned char *bytes = NULL;
@@ -430,7 +440,7 @@ strix_status strix_safetensors_read_ex(const char *path, const strix_st_read_opt
         if (map != MAP_FAILED) st->map = map, st->size = size, bytes = map;
     }
     if (s == STRIX_OK && !bytes) {
-        s = read_whole(fd, path, size, &st->owned);
+        s = st_read_whole(fd, path, size, &st->owned);
         bytes = st->owned;
     }
     close(fd);

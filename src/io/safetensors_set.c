@@ -71,37 +71,23 @@ static bool plain_relative(const char *name) {
 /* The index file's text (NUL-terminated, malloc'ed). */
 static strix_status read_index(const char *path, char **text) {
     *text = NULL;
-    int fd = open(path, O_RDONLY | O_NONBLOCK);
-    if (fd < 0) return strix_error(STRIX_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
-    struct stat sb;
-    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        close(fd);
-        return strix_error(STRIX_ERR_IO, "'%s' is not a regular file", path);
-    }
-    if ((uint64_t)sb.st_size > ST_HEADER_MAX) {
+    int fd;
+    uint64_t size;
+    strix_status s = st_open_regular(path, &fd, &size);
+    if (s != STRIX_OK) return s;
+    if (size > ST_HEADER_MAX) {
         close(fd);
         return strix_error(STRIX_ERR_FORMAT, "index '%s' is over the 100 MB limit", path);
     }
-    size_t size = (size_t)sb.st_size, got = 0;
-    char *buf = malloc(size + 1);
-    strix_status s = buf ? STRIX_OK : strix_error(STRIX_ERR_ALLOC, "out of memory reading '%s'",
-                                                  path);
-    while (s == STRIX_OK && got < size) {
-        ssize_t r = read(fd, buf + got, size - got);
-        if (r < 0 && (errno == EINTR || errno == EAGAIN)) continue;
-        if (r <= 0)
-            s = strix_error(STRIX_ERR_IO, "cannot read '%s': %s", path,
-                            r < 0 ? strerror(errno) : "the file shrank while being read");
-        else
-            got += (size_t)r;
-    }
+    unsigned char *buf = NULL;
+    s = st_read_whole(fd, path, (size_t)size, &buf);
     close(fd);
     if (s != STRIX_OK) {
         free(buf);
         return s;
     }
     buf[size] = '\0';
-    *text = buf;
+    *text = (char *)buf;
     return STRIX_OK;
 }
 

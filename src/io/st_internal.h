@@ -14,6 +14,13 @@
 #endif
 
 #define ST_HEADER_MAX (100u * 1024u * 1024u) /* the reference implementation's limit */
+
+/* Opens `path` read-only (non-blocking: a FIFO never blocks the open) if it is a regular file;
+ * *fd and its size in bytes. STRIX_ERR_IO naming the path otherwise (nothing left open). */
+strix_status st_open_regular(const char *path, int *fd, uint64_t *size);
+/* Reads `size` bytes of fd into a malloc'ed buffer of size + 1 bytes (*buf; the caller frees it,
+ * also on failure). STRIX_ERR_ALLOC, STRIX_ERR_IO naming the path. */
+strix_status st_read_whole(int fd, const char *path, size_t size, unsigned char **buf);
 #define ST_EXACT_INT_MAX 9007199254740992.0  /* 2^53: larger JSON numbers are not exact */
 
 /* IEEE binary16 bits -> float32 bits, exact (subnormals normalised, inf/NaN payload kept). */

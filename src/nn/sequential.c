@@ -121,28 +121,27 @@ static strix_status seq_reverse_ex(strix_sequential *m, strix_module_io *io, boo
     return STRIX_OK;
 }
 
-static strix_status seq_backward_ex(strix_module *mod, strix_module_io *io) {
+/* The backward (relevance false) or relevance pass of a general io: a plain one-tensor io, or
+ * an empty Sequential, goes through the shorthand. */
+static strix_status seq_reverse_io(strix_module *mod, strix_module_io *io, bool relevance) {
     strix_sequential *m = (strix_sequential *)mod;
     if (io_plain(io) || m->count == 0) {
         if (!io_plain(io))
             return strix_error(STRIX_ERR_UNSUPPORTED, "Sequential: an empty Sequential takes one "
                                "float input only");
         io->n_out = 1;
-        return seq_backward(mod, io->in[0], &io->out[0]);
+        return relevance ? seq_relevance(mod, io->in[0], &io->out[0])
+                         : seq_backward(mod, io->in[0], &io->out[0]);
     }
-    return seq_reverse_ex(m, io, false);
+    return seq_reverse_ex(m, io, relevance);
+}
+
+static strix_status seq_backward_ex(strix_module *mod, strix_module_io *io) {
+    return seq_reverse_io(mod, io, false);
 }
 
 static strix_status seq_relevance_ex(strix_module *mod, strix_module_io *io) {
-    strix_sequential *m = (strix_sequential *)mod;
-    if (io_plain(io) || m->count == 0) {
-        if (!io_plain(io))
-            return strix_error(STRIX_ERR_UNSUPPORTED, "Sequential: an empty Sequential takes one "
-                               "float input only");
-        io->n_out = 1;
-        return seq_relevance(mod, io->in[0], &io->out[0]);
-    }
-    return seq_reverse_ex(m, io, true);
+    return seq_reverse_io(mod, io, true);
 }
 
 static strix_module *seq_child(strix_module *mod, int i) {
