@@ -24,25 +24,17 @@
 #include "strix/checkpoint.h"
 #include "testlib.h"
 
-static char tmp_dir[64];
-
-static const char *in_tmp(const char *name) {
-    static char path[4][256];
-    static int next;
-    char *p = path[next++ % 4];
-    snprintf(p, 256, "%s/%s", tmp_dir, name);
-    return p;
-}
+static const char *in_tmp(const char *name) { return tl_tmp_path(name); }
 
 static int setup(void **state) {
-    strcpy(tmp_dir, "/tmp/strix_test_ckpt_XXXXXX");
-    return mkdtemp(tmp_dir) ? 0 : -1;
+    (void)state;
+    snprintf(tl_tmp_dir(), 64, "/tmp/strix_test_ckpt_XXXXXX");
+    return mkdtemp(tl_tmp_dir()) ? 0 : -1;
 }
 
 static int teardown(void **state) {
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp_dir);
-    return system(cmd) == 0 ? 0 : -1;
+    (void)state;
+    return tl_tmp_remove() ? 0 : -1;
 }
 
 static unsigned char *read_all(const char *path, size_t *n) { return tl_read_file(path, n); }
@@ -517,7 +509,7 @@ static void test_checkpoint_probe(void **state) {
     static const char fake[] = "\x0e\0\0\0\0\0\0\0{\"a\":1, \"b\":[]}";
     write_all(in_tmp("fake"), fake, sizeof fake - 1);
     assert_int_equal(strix_checkpoint_probe(in_tmp("fake")), STRIX_ERR_FORMAT);
-    assert_int_equal(strix_checkpoint_probe(tmp_dir), STRIX_ERR_FORMAT);
+    assert_int_equal(strix_checkpoint_probe(tl_tmp_dir()), STRIX_ERR_FORMAT);
     assert_int_equal(strix_checkpoint_probe("/dev/zero"), STRIX_ERR_FORMAT);
     assert_int_equal(strix_checkpoint_probe(in_tmp("missing")), STRIX_ERR_IO);
 

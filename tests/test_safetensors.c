@@ -28,27 +28,17 @@
 #define DTYPES "tests/golden/io/dtypes.st"
 #define SHARDED "tests/golden/io/sharded/"
 
-static char tmp_dir[64];
-
-static const char *in_tmp(const char *name) {
-    static char path[4][256];
-    static int next;
-    char *p = path[next++ % 4];
-    snprintf(p, 256, "%s/%s", tmp_dir, name);
-    return p;
-}
+static const char *in_tmp(const char *name) { return tl_tmp_path(name); }
 
 static int setup(void **state) {
     (void)state;
-    strcpy(tmp_dir, "/tmp/strix_test_st_XXXXXX");
-    return mkdtemp(tmp_dir) ? 0 : -1;
+    snprintf(tl_tmp_dir(), 64, "/tmp/strix_test_st_XXXXXX");
+    return mkdtemp(tl_tmp_dir()) ? 0 : -1;
 }
 
 static int teardown(void **state) {
     (void)state;
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp_dir);
-    return system(cmd) == 0 ? 0 : -1;
+    return tl_tmp_remove() ? 0 : -1;
 }
 
 static unsigned char *read_all(const char *path, size_t *n) { return tl_read_file(path, n); }
@@ -549,7 +539,7 @@ static void test_index_errors(void **state) {
     strix_st_set *none = (strix_st_set *)1;
     assert_int_equal(strix_st_set_open(in_tmp("absent.json"), NULL, &none), STRIX_ERR_IO);
     assert_null(none);
-    assert_int_equal(strix_st_set_open(tmp_dir, NULL, &none), STRIX_ERR_IO);
+    assert_int_equal(strix_st_set_open(tl_tmp_dir(), NULL, &none), STRIX_ERR_IO);
     /* an empty weight_map is an empty set */
     write_text(in_tmp("index.json"), "{\"weight_map\":{}}");
     assert_int_equal(strix_st_set_open(in_tmp("index.json"), NULL, &set), STRIX_OK);

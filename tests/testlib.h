@@ -302,6 +302,31 @@ static inline bool tl_write_file(const char *path, const void *bytes, size_t n) 
     return fclose(f) == 0 && ok;
 }
 
+// ---- a scratch folder --------------------------------------------------------------------------
+
+/* The test program's scratch folder: its setup fills it (mkdtemp, which needs the test's
+ * _POSIX_C_SOURCE), tl_tmp_remove removes it. */
+static inline char *tl_tmp_dir(void) {
+    static char dir[64];
+    return dir;
+}
+
+/* Removes the scratch folder and everything in it; false on failure. */
+static inline bool tl_tmp_remove(void) {
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tl_tmp_dir());
+    return system(cmd) == 0;
+}
+
+/* "<scratch>/<name>" in one of four rotating buffers (so a call may take two or three paths). */
+static inline const char *tl_tmp_path(const char *name) {
+    static char path[4][256];
+    static int next;
+    char *p = path[next++ % 4];
+    snprintf(p, 256, "%s/%s", tl_tmp_dir(), name);
+    return p;
+}
+
 // ---- timing ------------------------------------------------------------------------------------
 
 /* Wall-clock seconds. */

@@ -5,30 +5,27 @@
 set -uo pipefail
 so=$1 a=$2
 status=0
-bad=$(nm -D --defined-only "$so" | awk 'NF == 3 { print $3 }' | grep -v '^strix_')
-count=$(nm -D --defined-only "$so" | awk 'NF == 3' | wc -l)
-if [ -n "$bad" ]; then
-    echo "FAIL: $so exports $(echo "$bad" | wc -l) symbols without the strix_ prefix:"
-    echo "$bad" | head -50
-    status=1
-elif [ "$count" -lt 100 ]; then
-    echo "FAIL: $so exports only $count symbols (the public API is missing?)"
-    status=1
-else
-    echo "ok: $so exports $count symbols, all strix_*"
-fi
-bad=$(nm -g --defined-only "$a" | awk 'NF == 3 { print $3 }' | grep -v '^strix_')
-count=$(nm -g --defined-only "$a" | awk 'NF == 3' | wc -l)
-if [ -n "$bad" ]; then
-    echo "FAIL: $a defines $(echo "$bad" | wc -l) global symbols without the strix_ prefix:"
-    echo "$bad" | head -50
-    status=1
-elif [ "$count" -lt 100 ]; then
-    echo "FAIL: $a defines only $count global symbols"
-    status=1
-else
-    echo "ok: $a defines $count global symbols, all strix_*"
-fi
+# check_prefix FILE WHAT NM-FLAGS...: every symbol nm lists for FILE starts with strix_, and there
+# are at least 100 (the public API is there).
+check_prefix() {
+    local file=$1 what=$2
+    shift 2
+    local bad count
+    bad=$(nm "$@" "$file" | awk 'NF == 3 { print $3 }' | grep -v '^strix_')
+    count=$(nm "$@" "$file" | awk 'NF == 3' | wc -l)
+    if [ -n "$bad" ]; then
+        echo "FAIL: $file $what $(echo "$bad" | wc -l) symbols without the strix_ prefix:"
+        echo "$bad" | head -50
+        status=1
+    elif [ "$count" -lt 100 ]; then
+        echo "FAIL: $file $what only $count symbols (the public API is missing?)"
+        status=1
+    else
+        echo "ok: $file $what $count symbols, all strix_*"
+    fi
+}
+check_prefix "$so" exports -D --defined-only
+check_prefix "$a" "defines global" -g --defined-only
 # Every function the public headers declare with STRIX_API is exported by libstrix.so.
 root=$(cd "$(dirname "$0")/../.." && pwd)
 exported=$(nm -D --defined-only "$so" | awk 'NF == 3 { print $3 }' | sort -u)
