@@ -18,17 +18,15 @@
 #include <inttypes.h>
 #include <math.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "args.h"
+#include "out_file.h"
 #include "strix/backend.h"
 #include "strix/checkpoint.h"
 #include "strix/gpt_train.h"
@@ -237,19 +235,11 @@ typedef struct run {
     bool tty, corpus_is_dir;
     char data_path[STRIX_PATH_MAX]; /* info.train.data_path and .backend point here */
     char backend[32];
-    int lock_fd;                /* flock'ed "<out>.lock" while the run may write --out; -1 if none */
-    char lock_path[STRIX_PATH_MAX + 8];
+    out_lock lock;              /* held while the run may write --out */
 } run;
 
-static volatile sig_atomic_t stop_signal;
-
-static void on_signal(int sig) { stop_signal = sig; }
-
 static void run_free(run *r) {
-    if (r->lock_fd >= 0) {
-        unlink(r->lock_path);
-        close(r->lock_fd);
-    }
+    out_lock_release(&r->lock);
     strix_gpt_train_model_free(&r->gpt_model);
     strix_optimizer_free(r->opt);
     strix_gpt_free(r->gpt);
@@ -349,22 +339,14 @@ static void progress(run *r, int64_t step, int64_t first, float loss, double t0,
     fflush(stderr);
 }
 
-static void ignore_stop_signals(void) {
-    signal(SIGINT, SIG_IGN);
-    signal(SIGTERM, SIG_IGN);
-}
-
 /* Saves the checkpoint with SIGINT and SIGTERM blocked, so a Ctrl-C never cuts a save short: one
  * arriving during the save is delivered after it. Once a stop was asked for, later signals are
  * ignored (pending ones discarded) so the run can finish saving and report. */
 static strix_status save(void *ctx, const strix_train_state *state) {
     run *r = ctx;
     (void)state; /* it is r->info.state */
-    sigset_t stop_set, old;
-    sigemptyset(&stop_set);
-    sigaddset(&stop_set, SIGINT);
-    sigaddset(&stop_set, SIGTERM);
-    sigprocmask(SIG_BLOCK, &stop_set, &old);
+    out_save_guard guard;
+    out_save_begin(&guard);
     if (r->save_delay > 0) {
         double whole = floor(r->save_delay);
         struct timespec ts = {.tv_sec = (time_t)whole,
@@ -372,8 +354,7 @@ static strix_status save(void *ctx, const strix_train_state *state) {
         while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {}
     }
     strix_status s = strix_checkpoint_save(r->out, r->gpt, &r->info);
-    if (stop_signal) ignore_stop_signals();
-    sigprocmask(SIG_SETMASK, &old, NULL);
+    out_save_end(&guard);
     return s;
 }
 
@@ -402,7 +383,7 @@ static strix_train_action on_event(void *user, const strix_train_event *ev) {
     case STRIX_TRAIN_EV_LOOP_END:
         /* Training is over: what is left (a last evaluation, the save, the report) runs to its
          * end whatever signals come; the process exits right after. */
-        ignore_stop_signals();
+        out_stop_signals_ignore();
         return STRIX_TRAIN_CONTINUE;
     case STRIX_TRAIN_EV_STEP:
         break;
@@ -424,13 +405,7 @@ static int train_loop(run *r) {
     strix_checkpoint_info *info = &r->info;
     const strix_train_config *t = &info->train;
 
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sa.sa_flags = SA_RESETHAND; /* a second Ctrl-C mid-step ends the process; save() holds it off */
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
+    out_stop_signals_install();
 
     loop_ctx c = {.r = r, .t0 = tool_now(), .first = info->state.step};
     if (r->stop_after > 0 && r->stop_after <= c.first) {
@@ -438,10 +413,10 @@ static int train_loop(run *r) {
                         "\n", r->stop_after, c.first);
         return 2;
     }
-    strix_train_hooks hooks = {.on_event = on_event, .user = &c, .stop = &stop_signal};
+    strix_train_hooks hooks = {.on_event = on_event, .user = &c, .stop = &out_stop_signal};
     strix_train_result res;
     strix_status s = strix_train_run(t, &r->model, r->opt, &info->state, &hooks, &res);
-    ignore_stop_signals();
+    out_stop_signals_ignore();
     clear_progress(r);
     if (s != STRIX_OK) return tool_fail(s);
     if (res.end == STRIX_TRAIN_INTERRUPTED) c.stopped = "interrupted";
@@ -493,133 +468,6 @@ static int check_resume_flags(const strix_checkpoint_info *ck, arg_spec *specs, 
         return 2;
     }
     return 0;
-}
-
-/* `path` made absolute (realpath) into buf; `path` itself when it cannot be resolved. */
-static void resolve_path(const char *path, char *buf, size_t cap) {
-    char *abs = realpath(path, NULL);
-    snprintf(buf, cap, "%s", abs ? abs : path);
-    free(abs);
-}
-
-/* The directory part of `path` ("." for a bare name). */
-static void parent_of(const char *path, char *buf, size_t cap) {
-    const char *slash = strrchr(path, '/');
-    if (!slash) snprintf(buf, cap, ".");
-    else if (slash == path) snprintf(buf, cap, "/");
-    else snprintf(buf, cap, "%.*s", (int)(slash - path), path);
-}
-
-/* Refuses (exit 2, one line) an --out that the run could not or must not write, before any
- * training: an empty path, a path ending in '/', a directory or other non-regular file, the
- * corpus itself or a path inside the corpus directory, an existing file that is not a strix
- * checkpoint, a missing or unwritable directory (tried by creating and removing the very temp file
- * the atomic save will use). An existing strix checkpoint may be replaced. `data` is the corpus
- * path (NULL: none to compare with). */
-static int check_out(const char *out, const char *data) {
-    size_t len = strlen(out);
-    if (len == 0) {
-        fprintf(stderr, "strix train: --out is empty; give the checkpoint's file name\n");
-        return 2;
-    }
-    if (out[len - 1] == '/') {
-        fprintf(stderr, "strix train: --out '%s' ends in '/'; give a file name such as "
-                        "%smodel.safetensors\n", out, out);
-        return 2;
-    }
-    struct stat os, ds;
-    bool exists = stat(out, &os) == 0;
-    if (exists && S_ISDIR(os.st_mode)) {
-        fprintf(stderr, "strix train: --out '%s' is a directory; give a file name such as "
-                        "%s/model.safetensors\n", out, out);
-        return 2;
-    }
-    if (exists && !S_ISREG(os.st_mode)) {
-        fprintf(stderr, "strix train: --out '%s' is not a regular file\n", out);
-        return 2;
-    }
-    char parent[STRIX_PATH_MAX];
-    parent_of(out, parent, sizeof parent);
-    struct stat ps;
-    int parent_err = stat(parent, &ps) != 0 ? errno : S_ISDIR(ps.st_mode) ? 0 : ENOTDIR;
-    if (parent_err) {
-        fprintf(stderr, "strix train: cannot write the checkpoint %s: directory '%s': %s\n", out,
-                parent, parent_err == ENOENT ? "does not exist" : strerror(parent_err));
-        return 2;
-    }
-    if (data && stat(data, &ds) == 0) {
-        if (exists && os.st_dev == ds.st_dev && os.st_ino == ds.st_ino) {
-            fprintf(stderr, "strix train: --out '%s' is the corpus --data '%s'; refusing to "
-                            "overwrite it (choose another --out)\n", out, data);
-            return 2;
-        }
-        if (S_ISDIR(ds.st_mode)) {
-            char abs_parent[STRIX_PATH_MAX], abs_data[STRIX_PATH_MAX];
-            resolve_path(parent, abs_parent, sizeof abs_parent);
-            resolve_path(data, abs_data, sizeof abs_data);
-            size_t n = strlen(abs_data);
-            if (strncmp(abs_parent, abs_data, n) == 0 &&
-                (abs_parent[n] == '\0' || abs_parent[n] == '/' || n == 1)) {
-                fprintf(stderr, "strix train: --out '%s' lies inside the corpus directory '%s'; "
-                                "write the checkpoint elsewhere\n", out, data);
-                return 2;
-            }
-        }
-    }
-    if (exists && strix_checkpoint_probe(out) != STRIX_OK) {
-        fprintf(stderr, "strix train: --out '%s' exists and is not a strix checkpoint; refusing "
-                        "to replace it (remove it or choose another --out)\n", out);
-        return 2;
-    }
-    char tmp[STRIX_PATH_MAX + 32];
-    strix_atomic_temp_path(out, tmp, sizeof tmp);
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL, 0644);
-    if (fd < 0) {
-        fprintf(stderr, "strix train: cannot write the checkpoint %s: %s\n", out,
-                strerror(errno));
-        return 2;
-    }
-    close(fd);
-    unlink(tmp);
-    return 0;
-}
-
-/* Takes an advisory lock (flock on "<out>.lock", removed at exit) so that two strix processes
- * never train into the same --out and silently overwrite each other's checkpoints. Exit status 2
- * when another process holds it. */
-static int lock_out(run *r) {
-    snprintf(r->lock_path, sizeof r->lock_path, "%s.lock", r->out);
-    /* The lock file is removed at exit, so a lock taken on a file that was unlinked meanwhile
-     * protects nothing: after locking, check that the path still names the locked file. */
-    for (int attempt = 0; attempt < 8; attempt++) {
-        int fd = open(r->lock_path, O_RDWR | O_CREAT, 0644);
-        if (fd < 0) {
-            fprintf(stderr, "strix train: cannot create the lock file %s: %s\n", r->lock_path,
-                    strerror(errno));
-            return 2;
-        }
-        if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
-            int err = errno;
-            close(fd);
-            if (err == EWOULDBLOCK)
-                fprintf(stderr, "strix train: another strix process is training into %s (it "
-                                "holds %s); choose another --out or wait for it\n", r->out,
-                        r->lock_path);
-            else
-                fprintf(stderr, "strix train: cannot lock %s: %s\n", r->lock_path,
-                        strerror(err));
-            return 2;
-        }
-        struct stat held, named;
-        if (fstat(fd, &held) == 0 && stat(r->lock_path, &named) == 0 &&
-            held.st_dev == named.st_dev && held.st_ino == named.st_ino) {
-            r->lock_fd = fd;
-            return 0;
-        }
-        close(fd); /* the file was removed by the process that held it: take the new one */
-    }
-    fprintf(stderr, "strix train: cannot lock %s: it keeps being replaced\n", r->lock_path);
-    return 2;
 }
 
 /* Creates the run's backend: `name` is --backend for a new run, and for a resumed run the
@@ -722,14 +570,14 @@ static int start_new(run *r, train_flags *f, arg_spec *specs, int n) {
         fprintf(stderr, "strix train: --data path is too long\n");
         return 2;
     }
-    int rc = check_out(r->out, data);
-    if (rc == 0) rc = lock_out(r);
+    int rc = out_check(r->out, data);
+    if (rc == 0) rc = out_lock_take(&r->lock, r->out);
     if (rc) return rc;
 
     rc = load_corpus(r, data, f->data == NULL, NULL, false);
     if (rc) return rc;
     /* The absolute path, so that --resume finds the corpus from any working directory. */
-    resolve_path(data, r->data_path, sizeof r->data_path);
+    out_resolve_path(data, r->data_path, sizeof r->data_path);
     t->data_path = r->data_path;
     m->vocab_size = r->corpus.vocab.size;
     info->vocab = r->corpus.vocab;
@@ -751,7 +599,7 @@ static int start_new(run *r, train_flags *f, arg_spec *specs, int n) {
                 t->warmup, t->steps, (double)t->lr * (double)t->steps / (double)t->warmup,
                 (double)t->lr);
     struct stat st;
-    if (stat(r->out, &st) == 0) /* a strix checkpoint: check_out refused anything else */
+    if (stat(r->out, &st) == 0) /* a strix checkpoint: out_check refused anything else */
         fprintf(stderr, "strix: note: %s exists and will be replaced at the first checkpoint\n",
                 r->out);
     return setup_trainer(r);
@@ -801,12 +649,12 @@ static int start_resumed(run *r, train_flags *f, arg_spec *specs, int n) {
         fprintf(stderr, "strix train: --data path is too long\n");
         return 2;
     }
-    rc = check_out(r->out, data);
-    if (rc == 0) rc = lock_out(r);
+    rc = out_check(r->out, data);
+    if (rc == 0) rc = out_lock_take(&r->lock, r->out);
     if (rc == 0) rc = load_corpus(r, data, false, f->resume, f->data != NULL);
     if (rc) return rc;
     char where[STRIX_PATH_MAX];
-    resolve_path(data, where, sizeof where); /* where the corpus is now, for the next resume */
+    out_resolve_path(data, where, sizeof where); /* where the corpus is now, for the next resume */
     strcpy(r->data_path, where);
     t->data_path = r->data_path;
     t->time_limit = f->time;
@@ -839,7 +687,7 @@ int cmd_train(int argc, char **argv) {
 
     run r;
     memset(&r, 0, sizeof r);
-    r.lock_fd = -1;
+    r.lock.fd = -1;
     r.out = f.out ? f.out : (f.resume ? f.resume : "model.safetensors");
     r.time_limit = f.time;
     r.stop_after = f.stop_after;

@@ -1,0 +1,62 @@
+/*
+ * out_file.h - the file a run writes (`strix train --out`): the checks made before any training,
+ * the lock that keeps two processes out of one file, and the stop signals (Ctrl-C, SIGTERM) that
+ * ask a run to stop but never cut a save short (out_file.c).
+ *
+ * Does not write checkpoints itself: the save is the library's atomic write
+ * (strix_checkpoint_save); this file only holds the signals off around it.
+ */
+#ifndef STRIX_TOOL_OUT_FILE_H
+#define STRIX_TOOL_OUT_FILE_H
+
+#include <signal.h>
+#include <stddef.h>
+
+#include "strix/safetensors.h" /* STRIX_PATH_MAX */
+
+/* `path` made absolute (realpath) into buf; `path` itself when it cannot be resolved. */
+void out_resolve_path(const char *path, char *buf, size_t cap);
+
+/* The directory part of `path` ("." for a bare name). */
+void out_parent_of(const char *path, char *buf, size_t cap);
+
+/* Refuses (exit code 2, one line on stderr) an --out that the run could not or must not write,
+ * before any training: an empty path, a path ending in '/', a directory or other non-regular
+ * file, the corpus itself or a path inside the corpus directory, an existing file that is not a
+ * strix checkpoint, a missing or unwritable directory (tried by creating and removing the very
+ * temp file the atomic save will use). `data` is the corpus path (NULL: none to compare with).
+ * Returns 0 when the path may be written. */
+int out_check(const char *out, const char *data);
+
+/* An advisory lock on "<out>.lock" (flock; the file is removed at release). */
+typedef struct out_lock {
+    int fd; /* -1: not held */
+    char path[STRIX_PATH_MAX + 8];
+} out_lock;
+
+/* Takes the lock of `out` so that two strix processes never train into the same file. Returns 0,
+ * or 2 (one line on stderr) when another process holds it or it cannot be made. */
+int out_lock_take(out_lock *l, const char *out);
+
+/* Releases a held lock and removes its file; nothing when l->fd < 0. */
+void out_lock_release(out_lock *l);
+
+/* The stop flag: the number of the stop signal received (SIGINT, SIGTERM), 0 while none came. */
+extern volatile sig_atomic_t out_stop_signal;
+
+/* Installs the stop handlers: the first SIGINT/SIGTERM sets out_stop_signal, the run finishes its
+ * step, saves and reports; a second one outside a save ends the process at once. */
+void out_stop_signals_install(void);
+
+/* From here on stop signals are ignored (pending ones discarded): the run only saves and
+ * reports. */
+void out_stop_signals_ignore(void);
+
+/* Brackets a save: signals that arrive between begin and end are held until end. */
+typedef struct out_save_guard {
+    sigset_t old;
+} out_save_guard;
+void out_save_begin(out_save_guard *g);
+void out_save_end(out_save_guard *g);
+
+#endif
