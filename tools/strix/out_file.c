@@ -32,7 +32,8 @@ void out_parent_of(const char *path, char *buf, size_t cap) {
     else snprintf(buf, cap, "%.*s", (int)(slash - path), path);
 }
 
-int out_check(const char *out, const char *data) {
+int out_check(const char *out, const char *data, bool replace_ok) {
+    (void)replace_ok; /* TODO(issue 10 item 8): refuse another run's checkpoint without it */
     size_t len = strlen(out);
     if (len == 0) {
         fprintf(stderr, "strix train: --out is empty; give the checkpoint's file name\n");

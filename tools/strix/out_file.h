@@ -10,6 +10,7 @@
 #define STRIX_TOOL_OUT_FILE_H
 
 #include <signal.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "strix/safetensors.h" /* STRIX_PATH_MAX */
@@ -25,8 +26,9 @@ void out_parent_of(const char *path, char *buf, size_t cap);
  * file, the corpus itself or a path inside the corpus directory, an existing file that is not a
  * strix checkpoint, a missing or unwritable directory (tried by creating and removing the very
  * temp file the atomic save will use). `data` is the corpus path (NULL: none to compare with).
+ * `replace_ok`: an existing strix checkpoint may be replaced (--force or --resume).
  * Returns 0 when the path may be written. */
-int out_check(const char *out, const char *data);
+int out_check(const char *out, const char *data, bool replace_ok);
 
 /* An advisory lock on "<out>.lock" (flock; the file is removed at release). */
 typedef struct out_lock {

@@ -570,7 +570,7 @@ static int start_new(run *r, train_flags *f, arg_spec *specs, int n) {
         fprintf(stderr, "strix train: --data path is too long\n");
         return 2;
     }
-    int rc = out_check(r->out, data);
+    int rc = out_check(r->out, data, false);
     if (rc == 0) rc = out_lock_take(&r->lock, r->out);
     if (rc) return rc;
 
@@ -649,7 +649,7 @@ static int start_resumed(run *r, train_flags *f, arg_spec *specs, int n) {
         fprintf(stderr, "strix train: --data path is too long\n");
         return 2;
     }
-    rc = out_check(r->out, data);
+    rc = out_check(r->out, data, true);
     if (rc == 0) rc = out_lock_take(&r->lock, r->out);
     if (rc == 0) rc = load_corpus(r, data, false, f->resume, f->data != NULL);
     if (rc) return rc;
