@@ -16,6 +16,16 @@
  *     that reads back as the same float (or double), so every value reads back bit for bit and
  *     --resume continues the run exactly. These run fields come from one table in
  *     src/models/gpt/checkpoint.c, used both for saving and for loading.
+ *
+ * A weights-only file (strix_checkpoint_save_weights, `strix export`,
+ * tools/ref/pt_to_safetensors.py) is the same format without the run: the parameters only (no
+ * "optim.*" tensors) and __metadata__ with format "strix-gpt", format_version "1", contents
+ * "weights", config and vocab; every other key is ignored. A file without "contents" is a full
+ * checkpoint. Parameter names and shapes are nanoGPT's state dict: transformer.wte.weight (V,C),
+ * transformer.wpe.weight (T,C), transformer.h.N.{ln_1, attn.c_attn, attn.c_proj, ln_2, mlp.c_fc,
+ * mlp.c_proj}.{weight,bias}, transformer.ln_f.{weight,bias}, lm_head.weight (V,C), Linear weights
+ * (out,in) as in PyTorch; lm_head.weight is absent when tied to transformer.wte.weight, and every
+ * bias when config.bias is false.
  * Files are written atomically (strix_write_file_atomic).
  */
 #ifndef STRIX_CHECKPOINT_H
@@ -42,6 +52,8 @@ typedef struct strix_checkpoint_info {
     strix_train_config train; /* after strix_checkpoint_open, train.data_path and train.backend
                                * point into the checkpoint: valid until strix_checkpoint_close */
     strix_train_state state;
+    bool weights_only;        /* set by strix_checkpoint_open: the file holds no run and no
+                               * optimizer state (train and state are zero, their strings "") */
 } strix_checkpoint_info;
 
 /* Saves the parameters and AdamW moments of `g` with `info` to `path` atomically (see the top of
@@ -50,11 +62,20 @@ typedef struct strix_checkpoint_info {
 STRIX_API strix_status strix_checkpoint_save(const char *path, strix_gpt *g,
                                              const strix_checkpoint_info *info);
 
+/* Saves only the parameters of `g` (F32, as the full checkpoint names them) with its config and
+ * `vocab` (size must equal the model's vocab_size) to `path` atomically: a weights-only file (see
+ * the top of this file), about a third of the full checkpoint. Reads g's parameters, writes
+ * nothing into g. STRIX_ERR_ARG for a vocabulary of another size; STRIX_ERR_IO (previous file
+ * untouched), STRIX_ERR_ALLOC, backend errors. */
+STRIX_API strix_status strix_checkpoint_save_weights(const char *path, strix_gpt *g,
+                                                     const strix_vocab *vocab);
+
 /* A checkpoint read and validated, not yet applied to a model. */
 typedef struct strix_checkpoint strix_checkpoint;
 
 /* Reads `path` and validates the safetensors layer, the format name and version, every metadata
- * value, the GPT config (strix_gpt_config_check) and the vocabulary. Touches no model.
+ * value, the GPT config (strix_gpt_config_check) and the vocabulary. A full checkpoint or a
+ * weights-only file (info->weights_only; its run fields are not read). Touches no model.
  * STRIX_ERR_IO, STRIX_ERR_FORMAT, STRIX_ERR_ALLOC. */
 STRIX_API strix_status strix_checkpoint_open(const char *path, strix_checkpoint **out);
 STRIX_API const strix_checkpoint_info *strix_checkpoint_info_of(const strix_checkpoint *ck);
@@ -67,9 +88,11 @@ STRIX_API const strix_checkpoint_info *strix_checkpoint_info_of(const strix_chec
 STRIX_API strix_status strix_checkpoint_probe(const char *path);
 
 /* Copies the weights (and, if `optimizer`, the AdamW moments) into `g`, after checking that every
- * parameter of g is present with its shape and that the file holds no other tensor;
- * nothing is written into g unless all checks pass. STRIX_ERR_FORMAT on a mismatch,
- * STRIX_ERR_ARG when g's config differs from the checkpoint's. */
+ * parameter of g is present with its shape and that the file holds no other tensor (a full
+ * checkpoint: the parameters and both moments; a weights-only file: the parameters);
+ * nothing is written into g unless all checks pass. STRIX_ERR_FORMAT on a mismatch or when
+ * `optimizer` is asked of a weights-only file, STRIX_ERR_ARG when g's config differs from the
+ * checkpoint's. */
 STRIX_API strix_status strix_checkpoint_restore(const strix_checkpoint *ck, strix_gpt *g,
                                                 bool optimizer);
 STRIX_API void strix_checkpoint_close(strix_checkpoint *ck);

@@ -47,7 +47,7 @@ typedef struct arg_spec {
  * --device (three entries). */
 #define TOOL_MODEL_FLAG(f)                                                                     \
     FLAG("model", ARG_STRING, &(f)->model, 0, 0, 0, "CKPT",                                    \
-         "checkpoint written by strix train (required, no default)")
+         "checkpoint from strix train or strix export (required, no default)")
 #define TOOL_RUN_FLAGS(f)                                                                      \
     FLAG("threads", ARG_INT, &(f)->threads, 0, 4096, 0, "N",                                   \
          "CPU threads, 0 = all (default 0)"),                                                  \

@@ -66,6 +66,7 @@ int main(int argc, char **argv) {
     if (strcmp(cmd, "train") == 0) return cmd_train(argc, argv);
     if (strcmp(cmd, "sample") == 0) return cmd_sample(argc, argv);
     if (strcmp(cmd, "explain") == 0) return cmd_explain(argc, argv);
+    if (strcmp(cmd, "export") == 0) return cmd_export(argc, argv);
     fprintf(stderr, "strix: unknown command '%s' (commands: train, sample, explain; see strix "
                     "--help)\n", cmd);
     return 2;

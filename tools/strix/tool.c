@@ -1,6 +1,7 @@
 /*
  * tool.c - the helpers of tool.h that the subcommands share: the error line, the clock, the
- * backend options from the environment, and a checkpoint's model on a backend (sample, explain).
+ * backend options from the environment, and a checkpoint's model on a backend (sample, explain,
+ * export).
  */
 #define _POSIX_C_SOURCE 200809L
 

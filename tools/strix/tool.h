@@ -12,12 +12,13 @@
 
 #define STRIX_TOOL_VERSION "0.1.0"
 
-/* `strix train ...`, `strix sample ...` and `strix explain ...` (train.c, sample.c, explain.c);
- * argv[1] is the subcommand. Return the exit code: 0 success, 1 a failure at run time (message
+/* `strix train ...`, `strix sample ...`, `strix explain ...` and `strix export ...` (train.c,
+ * sample.c, explain.c, export.c); argv[1] is the subcommand. Return the exit code: 0 success, 1 a failure at run time (message
  * printed), 2 a usage error (message printed). */
 int cmd_train(int argc, char **argv);
 int cmd_sample(int argc, char **argv);
 int cmd_explain(int argc, char **argv);
+int cmd_export(int argc, char **argv);
 
 /* Prints "strix: <strix_last_error()>" to stderr and returns 1 (for `return tool_fail(s);`). */
 int tool_fail(strix_status s);
@@ -31,8 +32,9 @@ double tool_now(void);
  * environment; this is where the command does. Statuses of strix_backend_init_ex. */
 strix_status tool_backend_init(const char *name, strix_backend **out);
 
-/* The model of a subcommand that reads a checkpoint (sample, explain). Zero-initialise it, open
- * the checkpoint into ck (strix_checkpoint_open), then tool_model_load. */
+/* The model of a subcommand that reads a checkpoint (sample, explain, export): a full checkpoint
+ * or a weights-only file. Zero-initialise it, open the checkpoint into ck
+ * (strix_checkpoint_open), then tool_model_load. */
 typedef struct tool_model {
     strix_checkpoint *ck;
     strix_backend *be;
@@ -40,7 +42,8 @@ typedef struct tool_model {
 } tool_model;
 
 /* Sets the thread count (0 = all), creates backend `backend` (an error names it) and the
- * checkpoint's model on it with the checkpoint's weights. On failure what was made stays in *m
+ * checkpoint's model on it with the checkpoint's weights (never its optimizer state, so a
+ * weights-only file serves as well). On failure what was made stays in *m
  * for tool_model_free. */
 strix_status tool_model_load(tool_model *m, const char *backend, int threads);
 

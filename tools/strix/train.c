@@ -609,6 +609,12 @@ static int start_resumed(run *r, train_flags *f, arg_spec *specs, int n) {
     strix_checkpoint *ck;
     strix_status s = strix_checkpoint_open(f->resume, &ck);
     if (s != STRIX_OK) return tool_fail(s);
+    if (strix_checkpoint_info_of(ck)->weights_only) { /* no run to continue */
+        strix_checkpoint_close(ck);
+        fprintf(stderr, "strix train: --resume %s is a weights-only file (no optimizer state "
+                        "and no run); only a full checkpoint can be resumed\n", f->resume);
+        return 2;
+    }
     r->info = *strix_checkpoint_info_of(ck);
     /* the strings point into ck: keep copies (the checkpoint bounds data_path by STRIX_PATH_MAX
      * and the backend name by 32 bytes) */

@@ -25,6 +25,7 @@
 
 #define FORMAT_NAME "strix-gpt"
 #define FORMAT_VERSION "1"
+#define CONTENTS_WEIGHTS "weights" /* metadata "contents" of a weights-only file */
 
 struct strix_checkpoint {
     strix_safetensors *st;
@@ -291,8 +292,8 @@ static const meta_field run_fields[] = {
     F64_NAN("val_loss", state.val_loss, 0.0, 1e30),
 };
 #define N_RUN_FIELDS ((int)(sizeof run_fields / sizeof *run_fields))
-/* format, format_version, config, vocab, the run fields and optimizer fit the metadata list */
-_Static_assert(sizeof run_fields / sizeof *run_fields + 5 <= META_MAX, "raise META_MAX");
+/* format, format_version, contents, config, vocab, the run fields and optimizer fit the list */
+_Static_assert(sizeof run_fields / sizeof *run_fields + 6 <= META_MAX, "raise META_MAX");
 
 /* Adds field f of info to m: its text into m's buffer, or the string itself (borrowed). */
 static void meta_put_field(meta_list *m, const meta_field *f, const strix_checkpoint_info *info) {
@@ -326,34 +327,34 @@ static void meta_put_field(meta_list *m, const meta_field *f, const strix_checkp
 
 // ---- save --------------------------------------------------------------------------------------
 
-strix_status strix_checkpoint_save(const char *path, strix_gpt *g,
-                                   const strix_checkpoint_info *info) {
+/* Writes the parameters of g (and with `info` the AdamW moments and the run) with its config and
+ * vocabulary: a full checkpoint, or a weights-only file when info is NULL. */
+static strix_status write_file(const char *path, strix_gpt *g, const strix_vocab *vocab,
+                               const strix_checkpoint_info *info) {
     const strix_gpt_config *cfg = strix_gpt_config_of(g);
-    char *model_json = NULL, *info_json = NULL;
+    char *model_json = NULL;
     STRIX_TRY(strix_gpt_config_to_json(cfg, &model_json));
-    strix_status s = strix_gpt_config_to_json(&info->model, &info_json);
-    if (s == STRIX_OK && strcmp(model_json, info_json) != 0)
-        s = strix_error(STRIX_ERR_ARG, "checkpoint: the info's config differs from the model's");
-    if (s == STRIX_OK && info->vocab.size != cfg->vocab_size)
+    strix_status s = STRIX_OK;
+    if (vocab->size != cfg->vocab_size)
         s = strix_error(STRIX_ERR_ARG, "checkpoint: vocabulary of %d bytes for a model of %d",
-                        info->vocab.size, cfg->vocab_size);
-    free(info_json);
+                        vocab->size, cfg->vocab_size);
     if (s != STRIX_OK) { free(model_json); return s; }
 
     strix_params *ps = strix_gpt_params(g);
+    const int n_roles = info ? 3 : 1; /* parameters, then optim.m and optim.v */
     size_t total = ps->total;
-    float *host = malloc((3 * total + 1) * sizeof(float));
-    int cap = 3 * ps->count;
+    float *host = malloc(((size_t)n_roles * total + 1) * sizeof(float));
+    int cap = n_roles * ps->count;
     strix_st_tensor *tensors = calloc((size_t)(cap ? cap : 1), sizeof *tensors);
     char (*names)[STRIX_PARAM_NAME_MAX + 16] = calloc((size_t)(cap ? cap : 1), sizeof *names);
     if (!host || !tensors || !names) s = strix_error(STRIX_ERR_ALLOC, "checkpoint: out of memory");
     float *roles[3] = {ps->data, ps->m, ps->v};
-    for (int r = 0; r < 3 && s == STRIX_OK; r++)
+    for (int r = 0; r < n_roles && s == STRIX_OK; r++)
         s = strix_copy(ps->be, host + r * total, roles[r], total * sizeof(float), STRIX_COPY_D2H);
 
     int n = 0;
     static const char *prefix[3] = {"", "optim.m.", "optim.v."};
-    for (int r = 0; r < 3 && s == STRIX_OK; r++) {
+    for (int r = 0; r < n_roles && s == STRIX_OK; r++) {
         for (int i = 0; i < ps->count; i++) {
             const strix_param *p = ps->items[i];
             if (p->tied_to) continue;
@@ -368,14 +369,17 @@ strix_status strix_checkpoint_save(const char *path, strix_gpt *g,
 
     if (s == STRIX_OK) {
         char vocab_hex[513];
-        vocab_to_hex(&info->vocab, vocab_hex);
+        vocab_to_hex(vocab, vocab_hex);
         meta_list m = {.n = 0};
         meta_put(&m, "format", FORMAT_NAME);
         meta_put(&m, "format_version", FORMAT_VERSION);
+        if (!info) meta_put(&m, "contents", CONTENTS_WEIGHTS);
         meta_put(&m, "config", model_json);
         meta_put(&m, "vocab", vocab_hex);
-        for (int f = 0; f < N_RUN_FIELDS; f++) meta_put_field(&m, &run_fields[f], info);
-        meta_put(&m, "optimizer", "adamw (moments in optim.m.<name>, optim.v.<name>)");
+        if (info) {
+            for (int f = 0; f < N_RUN_FIELDS; f++) meta_put_field(&m, &run_fields[f], info);
+            meta_put(&m, "optimizer", "adamw (moments in optim.m.<name>, optim.v.<name>)");
+        }
         s = strix_safetensors_write(path, tensors, n, m.items, m.n);
     }
     free(model_json);
@@ -383,6 +387,23 @@ strix_status strix_checkpoint_save(const char *path, strix_gpt *g,
     free(tensors);
     free(names);
     return s;
+}
+
+strix_status strix_checkpoint_save(const char *path, strix_gpt *g,
+                                   const strix_checkpoint_info *info) {
+    char *model_json = NULL, *info_json = NULL;
+    STRIX_TRY(strix_gpt_config_to_json(strix_gpt_config_of(g), &model_json));
+    strix_status s = strix_gpt_config_to_json(&info->model, &info_json);
+    if (s == STRIX_OK && strcmp(model_json, info_json) != 0)
+        s = strix_error(STRIX_ERR_ARG, "checkpoint: the info's config differs from the model's");
+    free(model_json);
+    free(info_json);
+    return s == STRIX_OK ? write_file(path, g, &info->vocab, info) : s;
+}
+
+strix_status strix_checkpoint_save_weights(const char *path, strix_gpt *g,
+                                           const strix_vocab *vocab) {
+    return write_file(path, g, vocab, NULL);
 }
 
 // ---- open --------------------------------------------------------------------------------------
@@ -545,6 +566,16 @@ static strix_status parse_info(meta_reader *r, strix_checkpoint_info *info) {
         return strix_error(STRIX_ERR_FORMAT,
                            "checkpoint '%s': vocabulary of %d bytes but config vocab_size %d",
                            r->path, info->vocab.size, info->model.vocab_size);
+    const char *contents = strix_safetensors_meta(r->st, "contents");
+    if (contents && strcmp(contents, CONTENTS_WEIGHTS) != 0)
+        return strix_error(STRIX_ERR_FORMAT, "checkpoint '%s': metadata 'contents' = '%.40s' is "
+                           "invalid (only \"" CONTENTS_WEIGHTS "\" is known)", r->path, contents);
+    if (contents) { /* weights only: no run to read */
+        info->weights_only = true;
+        info->train.data_path = "";
+        info->train.backend = "";
+        return STRIX_OK;
+    }
 
     for (int f = 0; f < N_RUN_FIELDS; f++) meta_read_field(r, &run_fields[f], info);
     /* checks across fields */
@@ -668,10 +699,15 @@ strix_status strix_checkpoint_restore(const strix_checkpoint *ck, strix_gpt *g, 
     free(b);
     if (s != STRIX_OK) return s;
 
+    if (optimizer && ck->info.weights_only)
+        return strix_error(STRIX_ERR_FORMAT, "'%s' is a weights-only file (no optimizer state "
+                           "and no run): it cannot be resumed, only sampled, explained or "
+                           "trained from anew", ck->path);
     strix_params *ps = strix_gpt_params(g);
     static const char *prefix[3] = {"", "optim.m.", "optim.v."};
+    const int n_roles = ck->info.weights_only ? 1 : 3;
     int stored = 0;
-    for (int r = 0; r < 3 && s == STRIX_OK; r++)
+    for (int r = 0; r < n_roles && s == STRIX_OK; r++)
         for (int i = 0; i < ps->count && s == STRIX_OK; i++) {
             if (ps->items[i]->tied_to) continue;
             expect_tensor(ck, prefix[r], ps->items[i], &s);
@@ -679,8 +715,10 @@ strix_status strix_checkpoint_restore(const strix_checkpoint *ck, strix_gpt *g, 
         }
     if (s == STRIX_OK && strix_safetensors_count(ck->st) != stored)
         s = strix_error(STRIX_ERR_FORMAT,
-                        "checkpoint '%s' holds %d tensors; the model has %d (parameters and "
-                        "optimizer moments)", ck->path, strix_safetensors_count(ck->st), stored);
+                        "checkpoint '%s' holds %d tensors; the model has %d (%s)", ck->path,
+                        strix_safetensors_count(ck->st), stored,
+                        ck->info.weights_only ? "parameters of a weights-only file"
+                                              : "parameters and optimizer moments");
     if (s != STRIX_OK) return s;
 
     float *roles[3] = {ps->data, ps->m, ps->v};
