@@ -659,6 +659,193 @@ static void test_gpt_config_json_round_trip(void **state) {
     assert_int_equal(strix_gpt_config_from_json("not json", &back), STRIX_ERR_FORMAT);
 }
 
+// ---- weights-only files ------------------------------------------------------------------------
+
+/* A variant of a weights-only file: its tensors (one dropped, one added, one reshaped, one as
+ * F16) and metadata (one key dropped or changed), rewritten to `path`. */
+typedef struct variant {
+    const char *drop_tensor, *extra_tensor, *reshape_tensor, *f16_tensor;
+    const char *meta_key, *meta_value; /* value NULL: the key is dropped */
+} variant;
+
+static void write_variant(const char *from, const char *path, const variant *v) {
+    strix_safetensors *st;
+    if (strix_safetensors_read(from, &st) != STRIX_OK) fail_msg("%s", strix_last_error());
+    int n = strix_safetensors_count(st), nm = strix_safetensors_meta_count(st), k = 0, km = 0;
+    strix_st_tensor *t = calloc((size_t)n + 1, sizeof *t);
+    strix_st_dtype *dt = calloc((size_t)n + 1, sizeof *dt);
+    strix_st_meta *m = calloc((size_t)nm + 1, sizeof *m);
+    for (int i = 0; i < n; i++) {
+        const strix_st_tensor *src = strix_safetensors_at(st, i);
+        if (v->drop_tensor && strcmp(src->name, v->drop_tensor) == 0) continue;
+        t[k] = *src;
+        dt[k] = v->f16_tensor && strcmp(src->name, v->f16_tensor) == 0 ? STRIX_ST_F16
+                                                                       : STRIX_ST_F32;
+        if (v->reshape_tensor && strcmp(src->name, v->reshape_tensor) == 0) {
+            assert_int_equal(t[k].ndim, 2);
+            t[k].shape[0] = src->shape[1]; /* transposed shape, same numel */
+            t[k].shape[1] = src->shape[0];
+        }
+        k++;
+    }
+    if (v->extra_tensor) {
+        t[k] = *strix_safetensors_at(st, 0);
+        t[k].name = v->extra_tensor;
+        dt[k++] = STRIX_ST_F32;
+    }
+    for (int i = 0; i < nm; i++) {
+        const strix_st_meta *src = strix_safetensors_meta_at(st, i);
+        bool hit = v->meta_key && strcmp(src->key, v->meta_key) == 0;
+        if (hit && !v->meta_value) continue;
+        m[km] = *src;
+        if (hit) m[km].value = v->meta_value;
+        km++;
+    }
+    if (strix_safetensors_write_typed(path, t, dt, k, m, km) != STRIX_OK)
+        fail_msg("%s", strix_last_error());
+    free(t);
+    free(dt);
+    free(m);
+    strix_safetensors_free(st);
+}
+
+/* The error of opening `path` and restoring it into g: a format error, one line, naming phrase;
+ * g's weights unchanged. */
+static void expect_refused(const char *path, strix_gpt *g, const char *phrase) {
+    strix_params *ps = strix_gpt_params(g);
+    float *before = malloc(ps->total * sizeof(float));
+    memcpy(before, ps->data, ps->total * sizeof(float));
+    strix_checkpoint *ck = NULL;
+    strix_status s = strix_checkpoint_open(path, &ck);
+    if (s == STRIX_OK) s = strix_checkpoint_restore(ck, g, false);
+    strix_checkpoint_close(ck);
+    if (s != STRIX_ERR_FORMAT) fail_msg("%s: status %s", phrase, strix_status_str(s));
+    if (!strstr(strix_last_error(), phrase))
+        fail_msg("'%s' not in '%s'", phrase, strix_last_error());
+    assert_null(strchr(strix_last_error(), '\n'));
+    assert_memory_equal(before, ps->data, ps->total * sizeof(float));
+    free(before);
+}
+
+/* strix_checkpoint_save_weights: the parameters only, about a third of the full checkpoint,
+ * restored bit for bit (the same weights as from the full file); never resumable; every
+ * truncation, a missing, extra, reshaped or F16 tensor and broken metadata are refused with one
+ * line, the model untouched. */
+static void test_weights_only_file(void **state) {
+    strix_backend *be;
+    assert_int_equal(strix_backend_init("cpu", &be), STRIX_OK);
+    strix_gpt_config c = tiny_config();
+    c.tie_weights = true;
+    strix_gpt *g1, *g2, *g3;
+    assert_int_equal(strix_gpt_new(be, &c, &g1), STRIX_OK);
+    assert_int_equal(strix_gpt_init_weights(g1, 11), STRIX_OK);
+    strix_params *p1 = strix_gpt_params(g1);
+    fill_block(p1, p1->m, 0.5f);
+    fill_block(p1, p1->v, 2.0f);
+    strix_checkpoint_info info = tiny_info(&c);
+    char full[256], wo[256], cut[256], bad[256], nomoment[256]; /* in_tmp's buffers rotate */
+    snprintf(full, sizeof full, "%s", in_tmp("full.safetensors"));
+    snprintf(wo, sizeof wo, "%s", in_tmp("weights.safetensors"));
+    snprintf(cut, sizeof cut, "%s", in_tmp("cut.st"));
+    snprintf(bad, sizeof bad, "%s", in_tmp("bad.st"));
+    snprintf(nomoment, sizeof nomoment, "%s", in_tmp("nomoment.st"));
+    assert_int_equal(strix_checkpoint_save(full, g1, &info), STRIX_OK);
+    assert_int_equal(strix_checkpoint_save_weights(wo, g1, &info.vocab), STRIX_OK);
+    strix_vocab small;
+    assert_int_equal(strix_vocab_from_bytes((const unsigned char *)"ab", 2, &small), STRIX_OK);
+    assert_int_equal(strix_checkpoint_save_weights(in_tmp("x.st"), g1, &small), STRIX_ERR_ARG);
+
+    /* the file: untied parameters only, F32, contents "weights", no run */
+    strix_safetensors *st;
+    assert_int_equal(strix_safetensors_read(wo, &st), STRIX_OK);
+    int untied = 0;
+    for (int i = 0; i < p1->count; i++) untied += p1->items[i]->tied_to == NULL;
+    assert_int_equal(strix_safetensors_count(st), untied);
+    assert_null(strix_safetensors_find(st, "lm_head.weight")); /* tied to transformer.wte */
+    assert_non_null(strix_safetensors_find(st, "transformer.wte.weight"));
+    assert_non_null(strix_safetensors_find(st, "transformer.h.0.attn.c_attn.weight"));
+    for (int i = 0; i < strix_safetensors_count(st); i++)
+        assert_null(strstr(strix_safetensors_at(st, i)->name, "optim."));
+    assert_string_equal(strix_safetensors_meta(st, "contents"), "weights");
+    assert_string_equal(strix_safetensors_meta(st, "format"), "strix-gpt");
+    assert_null(strix_safetensors_meta(st, "step"));
+    assert_null(strix_safetensors_meta(st, "optimizer"));
+    strix_safetensors_free(st);
+    struct stat sf, sw;
+    assert_int_equal(stat(full, &sf), 0);
+    assert_int_equal(stat(wo, &sw), 0);
+    double ratio = (double)sw.st_size / (double)sf.st_size;
+    if (ratio < 0.30 || ratio > 0.40) fail_msg("weights-only / full = %.3f", ratio);
+    assert_int_equal(strix_checkpoint_probe(wo), STRIX_OK);
+
+    /* open: config and vocabulary, weights_only, empty run */
+    strix_checkpoint *ck;
+    assert_int_equal(strix_checkpoint_open(wo, &ck), STRIX_OK);
+    const strix_checkpoint_info *got = strix_checkpoint_info_of(ck);
+    assert_true(got->weights_only);
+    assert_int_equal(got->model.d_model, c.d_model);
+    assert_true(got->model.tie_weights);
+    assert_int_equal(got->vocab.size, 5);
+    assert_memory_equal(got->vocab.bytes, "\nabc\xff", 5);
+    assert_string_equal(got->train.data_path, "");
+    assert_string_equal(got->train.backend, "");
+    assert_int_equal(got->state.step, 0);
+
+    /* restore: bit-identical weights, as from the full checkpoint */
+    assert_int_equal(strix_gpt_new(be, &c, &g2), STRIX_OK);
+    assert_int_equal(strix_gpt_new(be, &c, &g3), STRIX_OK);
+    assert_int_equal(strix_gpt_init_weights(g2, 99), STRIX_OK);
+    strix_params *p2 = strix_gpt_params(g2);
+    assert_memory_not_equal(p1->data, p2->data, p1->total * sizeof(float));
+    assert_int_equal(strix_checkpoint_restore(ck, g2, true), STRIX_ERR_FORMAT); /* no moments */
+    assert_non_null(strstr(strix_last_error(), "weights-only"));
+    assert_int_equal(strix_checkpoint_restore(ck, g2, false), STRIX_OK);
+    assert_memory_equal(p1->data, p2->data, p1->total * sizeof(float));
+    strix_checkpoint_close(ck);
+    assert_int_equal(strix_checkpoint_open(full, &ck), STRIX_OK);
+    assert_false(strix_checkpoint_info_of(ck)->weights_only);
+    assert_int_equal(strix_checkpoint_restore(ck, g3, false), STRIX_OK);
+    assert_memory_equal(strix_gpt_params(g3)->data, p2->data, p1->total * sizeof(float));
+    strix_checkpoint_close(ck);
+    /* a full checkpoint's optimizer=false restore still wants its moments in the file */
+    write_variant(full, nomoment, &(variant){.drop_tensor = "optim.m.transformer.ln_f.weight"});
+
+    /* corrupted and partial files: refused with one line, the model untouched */
+    assert_int_equal(strix_gpt_init_weights(g2, 5), STRIX_OK);
+    size_t n;
+    unsigned char *bytes = read_all(wo, &n);
+    for (size_t len = 0; len < n; len += len < 64 ? 1 : 97) {
+        write_all(cut, bytes, len);
+        expect_refused(cut, g2, "");
+    }
+    free(bytes);
+    write_variant(wo, bad, &(variant){.drop_tensor = "transformer.h.0.mlp.c_fc.weight"});
+    expect_refused(bad, g2, "has no tensor 'transformer.h.0.mlp.c_fc.weight'");
+    write_variant(wo, bad, &(variant){.extra_tensor = "lm_head.weight"});
+    expect_refused(bad, g2, "holds");
+    write_variant(wo, bad, &(variant){.reshape_tensor = "transformer.h.0.attn.c_attn.weight"});
+    expect_refused(bad, g2, "has shape");
+    write_variant(wo, bad, &(variant){.f16_tensor = "transformer.ln_f.weight"});
+    expect_refused(bad, g2, "is not F32");
+    write_variant(wo, bad, &(variant){.meta_key = "contents", .meta_value = "weight"});
+    expect_refused(bad, g2, "metadata 'contents'");
+    write_variant(wo, bad, &(variant){.meta_key = "config"});
+    expect_refused(bad, g2, "has no metadata 'config'");
+    write_variant(wo, bad, &(variant){.meta_key = "vocab", .meta_value = "0a61"});
+    expect_refused(bad, g2, "vocabulary of 2 bytes");
+    write_variant(wo, bad, &(variant){.meta_key = "format"});
+    expect_refused(bad, g2, "not a strix checkpoint");
+    /* without "contents" the file claims to be a full checkpoint: its run fields are missing */
+    write_variant(wo, bad, &(variant){.meta_key = "contents"});
+    expect_refused(bad, g2, "has no metadata 'step'");
+    expect_refused(nomoment, g2, "has no tensor 'optim.m.transformer.ln_f.weight'");
+
+    strix_gpt_free(g1);
+    strix_gpt_free(g2);
+    strix_gpt_free(g3);
+    strix_backend_free(be);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_round_trip_bit_identical),
@@ -674,6 +861,7 @@ int main(void) {
         cmocka_unit_test(test_gpt_checkpoint_tied_weights_stored_once),
         cmocka_unit_test(test_checkpoint_probe),
         cmocka_unit_test(test_checkpoint_metadata_fields),
+        cmocka_unit_test(test_weights_only_file),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
