@@ -22,10 +22,10 @@
  * "optim.*" tensors) and __metadata__ with format "strix-gpt", format_version "1", contents
  * "weights", config and vocab; every other key is ignored. A file without "contents" is a full
  * checkpoint. Parameter names and shapes are nanoGPT's state dict: transformer.wte.weight (V,C),
- * transformer.wpe.weight (T,C), transformer.h.N.{ln_1, attn.c_attn, attn.c_proj, ln_2, mlp.c_fc,
- * mlp.c_proj}.{weight,bias}, transformer.ln_f.{weight,bias}, lm_head.weight (V,C), Linear weights
- * (out,in) as in PyTorch; lm_head.weight is absent when tied to transformer.wte.weight, and every
- * bias when config.bias is false.
+ * transformer.wpe.weight (T,C; none with rope), transformer.h.N.{ln_1, attn.c_attn, attn.c_proj,
+ * ln_2, mlp.c_fc, mlp.c_proj}.{weight,bias}, transformer.ln_f.{weight,bias}, lm_head.weight
+ * (V,C), Linear weights (out,in) as in PyTorch; lm_head.weight is absent when tied to
+ * transformer.wte.weight, and every bias when config.bias is false.
  * Files are written atomically (strix_write_file_atomic).
  */
 #ifndef STRIX_CHECKPOINT_H

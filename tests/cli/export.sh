@@ -74,6 +74,9 @@ expect_error "--model not a checkpoint" "notes.txt" \
     "$STRIX" export --model notes.txt --out x.st
 [ ! -e x.st ] && ok "nothing written on failure" || fail "x.st was written"
 
+"$STRIX" export --help >help.txt && grep -q -- "--force" help.txt && grep -q "weights-only" help.txt \
+    && ok "export --help" || fail "export --help"
+
 # a truncated weights-only file is refused by every reader, with one line
 head -c $((wo - 100)) w.st >cut.st
 expect_error "sample a truncated weights-only file" "cut.st" "$STRIX" sample --model cut.st

@@ -1,6 +1,8 @@
 /*
  * checkpoint.c - the GPT training checkpoint: parameters, AdamW moments and the whole run's
- * configuration and position in one safetensors file (layout: strix/checkpoint.h).
+ * configuration and position in one safetensors file, and the weights-only file (parameters,
+ * config and vocabulary: metadata "contents" = "weights") read by the same open and restore
+ * (layout: strix/checkpoint.h).
  *
  * The run's metadata (step, lr, ..., val_loss) is one table, run_fields, read by both the saver
  * and the loader: a new field is one line there.
