@@ -102,7 +102,7 @@ typedef struct strix_train_event {
                                * index of the skipped step */
     float loss;               /* the step's loss, mean over its micro-batches (STEP, SKIPPED) */
     double grad_norm;         /* before clipping (STEP, SKIPPED) */
-    float lr;                 /* the step's learning rate (STEP) */
+    float lr;                 /* the step's learning rate (STEP; a skipped step's, unused) */
     double val_loss;          /* EVAL */
 } strix_train_event;
 
@@ -135,7 +135,7 @@ typedef struct strix_train_hooks {
 typedef struct strix_train_step_result {
     float loss;               /* mean over the micro-batches */
     double grad_norm;         /* global norm before clipping (0 if the step failed before) */
-    float lr;                 /* learning rate of the step */
+    float lr;                 /* learning rate of the step (a skipped step's too, unused) */
     bool skipped;             /* non-finite loss or norm: the parameters did not move */
 } strix_train_step_result;
 

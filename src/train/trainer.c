@@ -5,6 +5,7 @@
  * comes through strix_train_model. Does not print, read clocks or handle signals.
  */
 #include <math.h>
+#include <stdio.h>
 
 #include "strix/train.h"
 
@@ -38,13 +39,13 @@ strix_status strix_train_step(const strix_train_config *cfg, strix_train_model *
     // THE GRADIENT HOOK: after the last backward, before clipping (multi-process all-reduce)
     if (hooks && hooks->all_reduce) STRIX_TRY(hooks->all_reduce(hooks->user, ps));
     strix_status s = strix_clip_grad_norm(ps, cfg->clip, &out->grad_norm);
+    out->lr = strix_lr_warmup_cosine(step, cfg->warmup, cfg->steps, cfg->lr, cfg->min_lr);
     if (s == STRIX_ERR_NUMERIC || (s == STRIX_OK && !isfinite(out->loss))) {
         out->skipped = true; // the step counts for the schedule and the bias corrections
         strix_optimizer_set_steps(opt, step + 1);
         return STRIX_OK;
     }
     if (s != STRIX_OK) return s;
-    out->lr = strix_lr_warmup_cosine(step, cfg->warmup, cfg->steps, cfg->lr, cfg->min_lr);
     return strix_optimizer_step(opt, out->lr);
 }
 
@@ -75,11 +76,12 @@ static strix_status eval_and_save(strix_train_model *model, strix_train_state *s
 /* The error of a run that stopped making updates: `n` skipped steps in a row from 0-based step
  * `since`; `all`: they are every step of the run. */
 static strix_status skip_error(int64_t n, int64_t since, bool all) {
+    char last[48] = "no update at all";
+    if (since > 0) snprintf(last, sizeof last, "no update since step %lld", (long long)since);
     return strix_error(STRIX_ERR_NUMERIC, "training diverged: %s%lld step%s in a row (steps %lld "
-                       "to %lld) had a non-finite loss or gradient norm; no update since step "
-                       "%lld", all ? "every step of the run: " : "", (long long)n,
-                       n == 1 ? "" : "s", (long long)since + 1, (long long)(since + n),
-                       (long long)since);
+                       "to %lld) had a non-finite loss or gradient norm; %s",
+                       all ? "every step of the run: " : "", (long long)n, n == 1 ? "" : "s",
+                       (long long)since + 1, (long long)(since + n), last);
 }
 
 strix_status strix_train_run(const strix_train_config *cfg, strix_train_model *model,
