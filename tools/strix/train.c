@@ -11,7 +11,11 @@
  * derive(seed, 1), training batches from a stream seeded derive(seed, 2) whose state is saved in
  * every checkpoint, evaluation batches from a stream re-seeded derive(seed, 3) at every evaluation
  * (so evaluating and saving never perturb training). Does not auto-load anything: a checkpoint is
- * read only with --resume.
+ * read only with --resume (the run goes on) or --init-from (its weights start a new run).
+ * Beside the checkpoint: the metrics log (train_metrics.h) and, with --keep-best / --patience,
+ * <stem>.best.safetensors, the checkpoint of the scheduled evaluation with the lowest val loss.
+ * A run the trainer calls diverged (STRIX_ERR_NUMERIC: no updates any more) exits 1 naming the
+ * last good checkpoint, which it never overwrote.
  */
 #define _XOPEN_SOURCE 700 /* POSIX 2008 with realpath */
 
