@@ -42,6 +42,8 @@ grep -q "^step 0: val loss" same.out && ok "step 0 is printed" || fail "no step 
 v0=$(firstval ft.metrics.jsonl); v1=$(lastval ft.metrics.jsonl)
 python3 -c 'import sys; sys.exit(not float(sys.argv[2]) < float(sys.argv[1]) - 0.05)' "$v0" "$v1" \
     && ok "fine-tuning lowers B's val loss: $v0 -> $v1" || fail "B's val loss $v0 -> $v1"
+grep -q "vocabulary 58 (the model's; the corpus uses 28)" ft.out && ok "names both vocabularies" \
+    || fail "corpus line: $(grep ^corpus ft.out)"
 [ "$(meta step ft.safetensors)" = 40 ] && [ "$(meta total_steps ft.safetensors)" = 40 ] \
     && [ "$(meta seed ft.safetensors)" = 7 ] && ok "a new run: its own steps and seed" \
     || fail "ft metadata: step $(meta step ft.safetensors) seed $(meta seed ft.safetensors)"

@@ -176,11 +176,11 @@ static void print_train_help(arg_spec *specs, int n) {
            "keeps the last good checkpoint and exits 1.\n"
            "--metrics: one JSON line per --log-every steps {\"step\",\"train_loss\",\"lr\",\n"
            "\"grad_norm\",\"tokens_per_s\",\"elapsed_s\"} and per evaluation {\"step\",\n"
-           "\"val_loss\",\"elapsed_s\"} (null: not finite); a new run truncates it, --resume drops\n"
-           "the lines after the checkpoint's step and appends.\n"
-           "--keep-best writes <stem>.best.safetensors (a resumable checkpoint) at every scheduled\n"
-           "evaluation that lowers the best val loss; --patience N stops (saved, exit 0) after N\n"
-           "scheduled evaluations without one. Both may be given again with --resume.\n"
+           "\"val_loss\",\"elapsed_s\"} (null: not finite); a new run truncates it,\n"
+           "--resume drops the lines after the checkpoint's step and appends.\n"
+           "--keep-best writes <stem>.best.safetensors (a resumable checkpoint) at every\n"
+           "scheduled evaluation that lowers the best val loss; --patience N stops (saved, exit\n"
+           "0) after N scheduled evaluations without one. Both may be given again with --resume.\n"
            "--init-from FILE: a new run (steps, lr, data, seed of the data from the flags) from\n"
            "the weights of FILE, whose model shape it takes (shape flags must repeat it) and\n"
            "whose vocabulary must hold every byte of the corpus; it evaluates at step 0 first.\n"
@@ -272,6 +272,7 @@ typedef struct run {
     bool tty, corpus_is_dir;
     bool vocab_fixed;           /* info.vocab is the model's (resume, --init-from): the corpus is
                                  * encoded with it */
+    int corpus_bytes;           /* distinct bytes of the corpus itself (0: not re-encoded) */
     const char *init_from;      /* --init-from FILE (NULL: none) */
     train_metrics metrics;      /* the metrics log (metrics.f NULL: none) */
     double t0;                  /* start of the training loop (tool_now) */
@@ -318,6 +319,7 @@ static int encode_with(run *r, const char *path) {
         return 1;
     }
     int16_t map[256];
+    r->corpus_bytes = cv->size;
     for (int i = 0; i < cv->size; i++) map[i] = mv->id_of[cv->bytes[i]];
     for (size_t i = 0; i < r->corpus.size; i++) r->corpus.ids[i] = (uint8_t)map[r->corpus.ids[i]];
     r->corpus.vocab = *mv;
@@ -368,9 +370,12 @@ static void print_setup(const run *r, bool resumed) {
         snprintf(skipped, sizeof skipped, " (%d skipped: %d binary or empty, %d hidden, links, "
                  "subdirectories or not regular files)", c->n_skipped, c->n_skipped_text,
                  c->n_skipped_other);
-    printf("corpus %s: %zu characters in %d file%s%s, vocabulary %d; train %zu, val %zu\n",
+    char vocab[64] = "";
+    if (r->corpus_bytes > 0 && r->corpus_bytes != c->vocab.size)
+        snprintf(vocab, sizeof vocab, " (the model's; the corpus uses %d)", r->corpus_bytes);
+    printf("corpus %s: %zu characters in %d file%s%s, vocabulary %d%s; train %zu, val %zu\n",
            i->train.data_path, c->size, c->n_files, c->n_files == 1 ? "" : "s", skipped,
-           c->vocab.size, strix_corpus_split_size(c, STRIX_SPLIT_TRAIN),
+           c->vocab.size, vocab, strix_corpus_split_size(c, STRIX_SPLIT_TRAIN),
            strix_corpus_split_size(c, STRIX_SPLIT_VAL));
     printf("model: %d layers, d_model %d, %d heads, block %d, %zu parameters; backend %s, "
            "%d threads\n", m->n_layer, m->d_model, m->n_head, m->block_size,
@@ -787,7 +792,7 @@ static int start_new_from(run *r, train_flags *f, arg_spec *specs, int n,
     /* The absolute path, so that --resume finds the corpus from any working directory. */
     out_resolve_path(data, r->data_path, sizeof r->data_path);
     t->data_path = r->data_path;
-    m->vocab_size = r->corpus.vocab.size; /* --init-from: the model's, load_corpus encoded with it */
+    m->vocab_size = r->corpus.vocab.size; /* --init-from: the model's (load_corpus encoded) */
     info->vocab = r->corpus.vocab;
     info->state.step = 0;
     info->state.data_rng = strix_seed_derive(f->seed, 2);
@@ -819,9 +824,10 @@ static int start_new_from(run *r, train_flags *f, arg_spec *specs, int n,
  * an exit code (message printed). */
 static int setup_outputs(run *r, const train_flags *f, int64_t resume_step, bool replace_ok) {
     char path[STRIX_PATH_MAX + 24];
-    if (f->metrics && strcmp(f->metrics, "none") != 0) snprintf(path, sizeof path, "%s", f->metrics);
+    bool none = f->metrics && strcmp(f->metrics, "none") == 0;
+    if (f->metrics && !none) snprintf(path, sizeof path, "%s", f->metrics);
     else metrics_default_path(r->out, path, sizeof path);
-    if (!(f->metrics && strcmp(f->metrics, "none") == 0)) {
+    if (!none) {
         int rc = metrics_open(&r->metrics, path, r->out, resume_step, replace_ok);
         if (rc) return rc;
     }
