@@ -30,7 +30,7 @@ install: build
 run: configure
 	@cmake --build $(BUILD) -j $(JOBS) --target strix_cli
 	@cat $(BUILD)/strix-backends.txt
-	./$(BUILD)/strix train --steps $(RUN_STEPS) --time $(RUN_TIME) --out $(MODEL)
+	./$(BUILD)/strix train --steps $(RUN_STEPS) --time $(RUN_TIME) --out $(MODEL) --force
 	./$(BUILD)/strix sample --model $(MODEL) --tokens 400
 	@echo
 	./$(BUILD)/strix explain --model $(MODEL) --prompt '$(EXPLAIN_PROMPT)' --svg explain.svg

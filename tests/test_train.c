@@ -10,7 +10,9 @@
  *  - resume from the checkpoint saved at an evaluation continues bit-identically;
  *  - the stop flag, set during a step, ends the run after that step with a save; a STOP_EVAL
  *    request evaluates first; events come in order (EVAL before its save, STEP after);
- *  - a non-finite loss skips the update but counts the step; 100 in a row fail as diverged;
+ *  - a non-finite loss skips the update but counts the step; STRIX_TRAIN_MAX_SKIPS in a row fail
+ *    as diverged without a save, and so does a run all of whose steps were skipped (at its end or
+ *    at an early stop) and an evaluation with a non-finite loss (its EVAL event, no save);
  *  - argument errors.
  */
 #include <math.h>
@@ -428,9 +430,75 @@ static void test_skip_and_diverge(void **unused) {
     strix_train_hooks h = {.on_event = record_event, .user = &t};
     strix_train_result res;
     assert_int_equal(strix_train_run(&cfg, &m, opt, &st, &h, &res), STRIX_ERR_NUMERIC);
-    assert_non_null(strstr(strix_last_error(), "training diverged: 100 steps in a row"));
+    assert_non_null(strstr(strix_last_error(), "training diverged: 10 steps in a row (steps 3 "
+                                               "to 12) had a non-finite loss or gradient norm; "
+                                               "no update since step 2"));
     assert_int_equal(st.step, 2 + STRIX_TRAIN_MAX_SKIPS - 1);
+    assert_int_equal(res.skipped, STRIX_TRAIN_MAX_SKIPS);
+    assert_int_equal(res.skip_since, 2);
+    assert_int_equal(t.saves, 0);
     assert_true(tl_check_bits("diverged: nothing moved", t.ps.data, before, t.ps.total));
+    strix_optimizer_free(opt);
+    tiny_free(&t);
+}
+
+/* Fewer skipped steps than STRIX_TRAIN_MAX_SKIPS still fail when they are all the run had, and a
+ * non-finite validation loss is never saved. */
+static void test_no_update_run(void **unused) {
+    (void)unused;
+    strix_train_config cfg = tiny_config(5);
+    cfg.eval_every = 2;
+    strix_train_state st = fresh_state();
+    tiny t;
+    tiny_new(&t, &st, 8);
+    t.nan_from = 0;
+    strix_train_model m = tiny_model(&t);
+    strix_optimizer *opt;
+    OK(strix_train_optimizer(&t.ps, &cfg, &opt));
+    strix_train_hooks h = {.on_event = record_event, .user = &t, .stop = &t.stop};
+    strix_train_result res;
+    assert_int_equal(strix_train_run(&cfg, &m, opt, &st, &h, &res), STRIX_ERR_NUMERIC);
+    assert_non_null(strstr(strix_last_error(), "training diverged: every step of the run: 5 "
+                                               "steps in a row (steps 1 to 5)"));
+    assert_int_equal(res.skipped, 5);
+    assert_int_equal(res.skip_since, 0);
+    /* the evaluations at steps 2 and 4 saved the unchanged weights; the last step saves nothing */
+    assert_string_equal(t.events, "KSKEeVSKSKEeVSKL");
+    assert_int_equal(t.saves, 2);
+
+    /* a run (here a resumed one) whose steps were all skipped until an early stop fails too */
+    cfg = tiny_config(20);
+    cfg.eval_every = 100;
+    t.nan_from = 3;
+    t.stop_at = 4;
+    t.saves = 0;
+    st.step = 3;
+    assert_int_equal(strix_train_run(&cfg, &m, opt, &st, &h, &res), STRIX_ERR_NUMERIC);
+    assert_int_equal(res.end, STRIX_TRAIN_INTERRUPTED);
+    assert_int_equal(res.skipped, 2);
+    assert_int_equal(res.skip_since, 3);
+    assert_int_equal(t.saves, 0);
+    /* the same stop after an update is a success, the skipped steps reported */
+    st.step = 2;
+    t.stop = 0;
+    OK(strix_train_run(&cfg, &m, opt, &st, &h, &res));
+    assert_int_equal(res.skipped, 2);
+    assert_int_equal(res.skip_since, 3);
+    assert_int_equal(t.saves, 1);
+
+    /* an evaluation that gives NaN (NaN weights): reported, not saved */
+    st = fresh_state();
+    t.nan_from = -1;
+    t.stop_at = -1;
+    t.stop = 0;
+    t.saves = 0;
+    cfg = tiny_config(4);
+    cfg.eval_every = 2;
+    ((float *)t.w->data)[0] = NAN;
+    assert_int_equal(strix_train_run(&cfg, &m, opt, &st, &h, &res), STRIX_ERR_NUMERIC);
+    assert_non_null(strstr(strix_last_error(), "the validation loss at step 2 is nan; not "
+                                               "saved"));
+    assert_int_equal(t.saves, 0);
     strix_optimizer_free(opt);
     tiny_free(&t);
 }
@@ -467,6 +535,7 @@ int main(void) {
         cmocka_unit_test(test_resume_bit_identical),
         cmocka_unit_test(test_stop),
         cmocka_unit_test(test_skip_and_diverge),
+        cmocka_unit_test(test_no_update_run),
         cmocka_unit_test(test_errors),
     };
     return cmocka_run_group_tests_name("train", tests, setup, NULL);

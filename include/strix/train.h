@@ -18,7 +18,8 @@
  * The loop (strix_train_run) adds: evaluation and checkpoint every eval_every steps and at the end,
  * a stop flag checked before each step (set by a signal handler: the loop finishes the step it is
  * in, saves and returns), progress events, stop requests from the event callback, resume from
- * state->step, and an error after STRIX_TRAIN_MAX_SKIPS skipped steps in a row.
+ * state->step, and an error (no save) when the run stops making updates: STRIX_TRAIN_MAX_SKIPS
+ * skipped steps in a row, every step of the run skipped, or a non-finite validation loss.
  *
  * Not here: data loading, signal handling, printing (events go to the caller), wall-clock limits
  * (the event callback decides), the checkpoint format (strix/checkpoint.h).
@@ -101,7 +102,7 @@ typedef struct strix_train_event {
                                * index of the skipped step */
     float loss;               /* the step's loss, mean over its micro-batches (STEP, SKIPPED) */
     double grad_norm;         /* before clipping (STEP, SKIPPED) */
-    float lr;                 /* the step's learning rate (STEP) */
+    float lr;                 /* the step's learning rate (STEP; a skipped step's, unused) */
     double val_loss;          /* EVAL */
 } strix_train_event;
 
@@ -125,15 +126,16 @@ typedef struct strix_train_hooks {
     const volatile sig_atomic_t *stop;
 } strix_train_hooks;
 
-/* Consecutive skipped steps after which strix_train_run fails with STRIX_ERR_NUMERIC. */
-#define STRIX_TRAIN_MAX_SKIPS 100
+/* Consecutive skipped steps after which strix_train_run fails with STRIX_ERR_NUMERIC (the run
+ * also fails when every one of its steps was skipped, however few). */
+#define STRIX_TRAIN_MAX_SKIPS 10
 
 // ---- the step and the loop ---------------------------------------------------------------------
 
 typedef struct strix_train_step_result {
     float loss;               /* mean over the micro-batches */
     double grad_norm;         /* global norm before clipping (0 if the step failed before) */
-    float lr;                 /* learning rate of the step */
+    float lr;                 /* learning rate of the step (a skipped step's too, unused) */
     bool skipped;             /* non-finite loss or norm: the parameters did not move */
 } strix_train_step_result;
 
@@ -156,6 +158,9 @@ typedef struct strix_train_result {
     int64_t first_step;       /* state->step when the run began */
     float loss;               /* the last step's loss (NaN if no step ran) */
     int64_t val_step;         /* step of this run's last evaluation (-1: none) */
+    int64_t skipped;          /* steps of this run skipped for a non-finite loss or norm */
+    int64_t skip_since;       /* 0-based first step of the skipped steps that end the run so far
+                               * (-1: its last step was not skipped) */
 } strix_train_result;
 
 /* Trains from state->step (0 for a new run, the checkpoint's step for a resumed one: the
@@ -164,9 +169,14 @@ typedef struct strix_train_result {
  * completes a multiple of eval_every, and after the last step, it evaluates (model->eval; sets
  * state->val_loss, an EVAL event) and saves (model->save). A run that stops early saves once more
  * unless its last step just did. state->step counts completed steps. STRIX_ERR_ARG for
- * cfg->steps < 1 or a negative eval_every; STRIX_ERR_NUMERIC after STRIX_TRAIN_MAX_SKIPS skipped
- * steps in a row ("training diverged"); errors of the step, eval or save end the run at once
- * (no further save). result may be NULL. */
+ * cfg->steps < 1 or a negative eval_every. A run that stops making updates fails with
+ * STRIX_ERR_NUMERIC ("training diverged: ... steps in a row (steps A to B) ...", 1-based) and
+ * saves nothing more, so the last checkpoint saved stays the last good one: after
+ * STRIX_TRAIN_MAX_SKIPS skipped steps in a row (at once), when every step of the run was skipped
+ * (at its last step or at an early stop), and when an evaluation gives a non-finite validation
+ * loss (after its EVAL event, before its save). Errors of the step, eval or save end the run at
+ * once (no further save). result may be NULL; result->skipped / skip_since are set on errors
+ * too. */
 STRIX_API strix_status strix_train_run(const strix_train_config *cfg, strix_train_model *model,
                                        strix_optimizer *opt, strix_train_state *state,
                                        const strix_train_hooks *hooks, strix_train_result *result);

@@ -5,6 +5,7 @@
  * comes through strix_train_model. Does not print, read clocks or handle signals.
  */
 #include <math.h>
+#include <stdio.h>
 
 #include "strix/train.h"
 
@@ -38,13 +39,13 @@ strix_status strix_train_step(const strix_train_config *cfg, strix_train_model *
     // THE GRADIENT HOOK: after the last backward, before clipping (multi-process all-reduce)
     if (hooks && hooks->all_reduce) STRIX_TRY(hooks->all_reduce(hooks->user, ps));
     strix_status s = strix_clip_grad_norm(ps, cfg->clip, &out->grad_norm);
+    out->lr = strix_lr_warmup_cosine(step, cfg->warmup, cfg->steps, cfg->lr, cfg->min_lr);
     if (s == STRIX_ERR_NUMERIC || (s == STRIX_OK && !isfinite(out->loss))) {
         out->skipped = true; // the step counts for the schedule and the bias corrections
         strix_optimizer_set_steps(opt, step + 1);
         return STRIX_OK;
     }
     if (s != STRIX_OK) return s;
-    out->lr = strix_lr_warmup_cosine(step, cfg->warmup, cfg->steps, cfg->lr, cfg->min_lr);
     return strix_optimizer_step(opt, out->lr);
 }
 
@@ -65,8 +66,22 @@ static strix_status eval_and_save(strix_train_model *model, strix_train_state *s
         strix_train_event ev = {.kind = STRIX_TRAIN_EV_EVAL, .step = state->step,
                                 .val_loss = val};
         emit(hooks, &ev);
+        if (!isfinite(val)) // unusable weights never replace a checkpoint
+            return strix_error(STRIX_ERR_NUMERIC, "training diverged: the validation loss at "
+                               "step %lld is %g; not saved", (long long)state->step, val);
     }
     return model->save ? model->save(model->ctx, state) : STRIX_OK;
+}
+
+/* The error of a run that stopped making updates: `n` skipped steps in a row from 0-based step
+ * `since`; `all`: they are every step of the run. */
+static strix_status skip_error(int64_t n, int64_t since, bool all) {
+    char last[48] = "no update at all";
+    if (since > 0) snprintf(last, sizeof last, "no update since step %lld", (long long)since);
+    return strix_error(STRIX_ERR_NUMERIC, "training diverged: %s%lld step%s in a row (steps %lld "
+                       "to %lld) had a non-finite loss or gradient norm; %s",
+                       all ? "every step of the run: " : "", (long long)n, n == 1 ? "" : "s",
+                       (long long)since + 1, (long long)(since + n), last);
 }
 
 strix_status strix_train_run(const strix_train_config *cfg, strix_train_model *model,
@@ -77,9 +92,9 @@ strix_status strix_train_run(const strix_train_config *cfg, strix_train_model *m
                            ">= 0", (long long)cfg->steps, (long long)cfg->eval_every);
     int64_t first = state->step, step = first;
     strix_train_result res = {.end = STRIX_TRAIN_FINISHED, .first_step = first, .loss = NAN,
-                              .val_step = -1};
+                              .val_step = -1, .skipped = 0, .skip_since = -1};
     strix_optimizer_set_steps(opt, first); // a resumed run's moments are after `first` steps
-    int skipped_in_row = 0;
+    int64_t skipped_in_row = 0, skipped = 0;
     bool saved_here = false, eval_at_stop = false;
     strix_status s = STRIX_OK;
     while (step < cfg->steps) {
@@ -95,13 +110,18 @@ strix_status strix_train_run(const strix_train_config *cfg, strix_train_model *m
             strix_train_event ev = {.kind = STRIX_TRAIN_EV_SKIPPED, .step = step, .loss = r.loss,
                                     .grad_norm = r.grad_norm};
             emit(hooks, &ev);
-            if (++skipped_in_row >= STRIX_TRAIN_MAX_SKIPS) {
-                s = strix_error(STRIX_ERR_NUMERIC, "training diverged: %d steps in a row had a "
-                                "non-finite loss or gradient", skipped_in_row);
+            skipped++;
+            if (++skipped_in_row == 1) res.skip_since = step;
+            res.skipped = skipped;
+            // the rule: K in a row, or every step of a run that ends here, fail without a save
+            bool all = skipped_in_row == step - first + 1 && step + 1 == cfg->steps;
+            if (skipped_in_row >= STRIX_TRAIN_MAX_SKIPS || all) {
+                s = skip_error(skipped_in_row, res.skip_since, all);
                 break;
             }
         } else {
             skipped_in_row = 0;
+            res.skip_since = -1;
         }
         step++;
         state->step = step;
@@ -120,6 +140,9 @@ strix_status strix_train_run(const strix_train_config *cfg, strix_train_model *m
             break;
         }
     }
+    if (s == STRIX_OK && res.end != STRIX_TRAIN_FINISHED && skipped_in_row > 0 &&
+        skipped_in_row == step - first) // stopped early, and no step of the run made an update
+        s = skip_error(skipped_in_row, res.skip_since, true);
     strix_train_event end = {.kind = STRIX_TRAIN_EV_LOOP_END, .step = step, .loss = res.loss};
     emit(hooks, &end);
     if (s == STRIX_OK && !saved_here) // the stop's save; a time limit's stop evaluates first

@@ -18,7 +18,7 @@ for cmd in train sample; do
 done
 for flag in data out steps time d-model layers heads head-sizes block batch lr min-lr warmup \
     weight-decay clip seed eval-every eval-batches val-fraction threads backend rope relu tie \
-    sequential resume stop-after; do
+    sequential resume stop-after no-bias init-from metrics force keep-best patience; do
     grep -q -- "--$flag" train.txt || fail "train --help lacks --$flag"
 done
 for flag in model prompt tokens temperature top-k top-p seed; do
@@ -26,7 +26,7 @@ for flag in model prompt tokens temperature top-k top-p seed; do
 done
 grep -q "2000" train.txt && ok "train --help names the default step count" || fail "no 2000"
 # the flags --resume accepts, as the code accepts them
-"$STRIX" train --help | tr '\n' ' ' | grep -q -- "--out, --threads, --time, --backend, --log-every and --stop-after" \
+"$STRIX" train --help | tr '\n' ' ' | grep -q -- "--out, --threads, --time, --backend, --log-every, --metrics, --keep-best, --patience and --stop-after" \
     && ok "train --help lists the flags allowed with --resume" || fail "resume flag list"
 grep -q "bit-identical" train.txt && grep -q "within rounding" train.txt \
     && ok "train --help: same backend bit-identical, another backend to rounding" \

@@ -11,7 +11,11 @@
  * derive(seed, 1), training batches from a stream seeded derive(seed, 2) whose state is saved in
  * every checkpoint, evaluation batches from a stream re-seeded derive(seed, 3) at every evaluation
  * (so evaluating and saving never perturb training). Does not auto-load anything: a checkpoint is
- * read only with --resume.
+ * read only with --resume (the run goes on) or --init-from (its weights start a new run).
+ * Beside the checkpoint: the metrics log (train_metrics.h) and, with --keep-best / --patience,
+ * <stem>.best.safetensors, the checkpoint of the scheduled evaluation with the lowest val loss.
+ * A run the trainer calls diverged (STRIX_ERR_NUMERIC: no updates any more) exits 1 naming the
+ * last good checkpoint, which it never overwrote.
  */
 #define _XOPEN_SOURCE 700 /* POSIX 2008 with realpath */
 
@@ -27,6 +31,7 @@
 
 #include "args.h"
 #include "out_file.h"
+#include "train_metrics.h"
 #include "strix/backend.h"
 #include "strix/checkpoint.h"
 #include "strix/gpt_train.h"
@@ -39,20 +44,20 @@
 // ---- flags -------------------------------------------------------------------------------------
 
 typedef struct train_flags {
-    const char *data, *out, *resume, *backend, *device, *head_sizes;
+    const char *data, *out, *resume, *backend, *device, *head_sizes, *metrics, *init_from;
     int64_t steps;
     double time;
     int d_model, layers, heads, d_ff, block, batch, grad_accum, threads, eval_batches;
     float lr, min_lr, weight_decay, clip;
-    int64_t warmup, eval_every, stride, stop_after, log_every;
+    int64_t warmup, eval_every, stride, stop_after, log_every, patience, nan_from;
     double save_delay;
     uint64_t seed;
     double val_fraction;
-    bool rope, relu, tie, sequential;
+    bool rope, relu, tie, sequential, no_bias, force, keep_best;
 } train_flags;
 
 #define BIG 1e300
-#define NSPECS 33
+#define NSPECS 40
 
 /* Fills specs (NSPECS entries) pointing into f. */
 static void train_specs(train_flags *f, arg_spec *s) {
@@ -104,6 +109,10 @@ static void train_specs(train_flags *f, arg_spec *s) {
         FLAG("relu", ARG_SWITCH, &f->relu, 0, 0, 0, NULL, "ReLU MLP instead of GELU (default off)"),
         FLAG("tie", ARG_SWITCH, &f->tie, 0, 0, 0, NULL,
              "tie the output head to the token embedding (default off)"),
+        FLAG("no-bias", ARG_SWITCH, &f->no_bias, 0, 0, 0, NULL,
+             "Linear and LayerNorm layers without biases (default: with)"),
+        FLAG("init-from", ARG_STRING, &f->init_from, 0, 0, 0, "FILE",
+             "new run from the weights (and model shape) of a checkpoint (default: none)"),
         FLAG("sequential", ARG_SWITCH, &f->sequential, 0, 0, 0, NULL,
              "walk the text in order (microGPT) instead of random windows (default off)"),
         FLAG("stride", ARG_I64, &f->stride, 1, BIG, 0, "N",
@@ -111,11 +120,23 @@ static void train_specs(train_flags *f, arg_spec *s) {
         FLAG("resume", ARG_STRING, &f->resume, 0, 0, 0, "CKPT",
              "continue the run saved in CKPT (default: none, a new run); see below"),
         FLAG("log-every", ARG_I64, &f->log_every, 1, BIG, 0, "N",
-             "steps between progress lines when stderr is not a terminal (default 50)"),
+             "steps between progress lines when stderr is not a terminal, and between "
+             "metrics lines (default 50)"),
+        FLAG("metrics", ARG_STRING, &f->metrics, 0, 0, 0, "PATH",
+             "JSON-lines log of the run, or none (default: --out's stem + .metrics.jsonl)"),
+        FLAG("force", ARG_SWITCH, &f->force, 0, 0, 0, NULL,
+             "a new run may replace an existing checkpoint --out and its log (default off)"),
+        FLAG("keep-best", ARG_SWITCH, &f->keep_best, 0, 0, 0, NULL,
+             "also keep the lowest-val-loss checkpoint, <stem>.best.safetensors (default off)"),
+        FLAG("patience", ARG_I64, &f->patience, 1, BIG, 0, "N",
+             "stop after N evaluations without a new best val loss; implies --keep-best "
+             "(default: never)"),
         TESTING_FLAG("stop-after", ARG_I64, &f->stop_after, 1, BIG, 0, "N",
              "behave as if interrupted (Ctrl-C) right after step N: save and exit 0"),
         TESTING_FLAG("save-delay", ARG_DOUBLE, &f->save_delay, 0, 3600, 0, "SECONDS",
              "sleep inside every save, where Ctrl-C is held off (default 0)"),
+        TESTING_FLAG("nan-from", ARG_I64, &f->nan_from, 1, BIG, 0, "N",
+             "the loss of step N and every later step reads as NaN (default: never)"),
     };
     memcpy(s, table, sizeof table);
 }
@@ -129,9 +150,9 @@ static void print_train_help(arg_spec *specs, int n) {
            "never damages an existing file). Ctrl-C finishes the current step, saves and exits 0;\n"
            "a second Ctrl-C before the save ends the process at once (the last checkpoint stays\n"
            "intact), and Ctrl-C during the save is held off until the file is complete.\n"
-           "--out must be a new file or a strix checkpoint (it is replaced); an existing file of\n"
-           "another kind, a directory, a path inside the --data directory or --data itself is\n"
-           "refused before training starts.\n"
+           "--out must be a new file, or a strix checkpoint replaced only with --force (or\n"
+           "--resume); an existing file of another kind, a directory, a path inside the --data\n"
+           "directory or --data itself is refused before training starts.\n"
            "\n");
     args_print_help(stdout, specs, n);
     printf("\n"
@@ -141,15 +162,30 @@ static void print_train_help(arg_spec *specs, int n) {
            "--steps it planned.\n"
            "--resume: the checkpoint carries weights, optimizer state, step, data stream, the\n"
            "corpus's absolute path, size and hash, and every hyper-parameter. Only --out,\n"
-           "--threads, --time, --backend, --log-every and --stop-after may be given with it (and\n"
-           "--device, like --backend), plus --data naming the same corpus (checked by size and\n"
-           "hash) when it has moved; other flags are refused unless they repeat the checkpoint's\n"
-           "value.\n"
+           "--threads, --time, --backend, --log-every, --metrics, --keep-best, --patience and\n"
+           "--stop-after may be given with it (and --device, like --backend), plus --data naming\n"
+           "the same corpus (checked by size and hash) when it has moved; other flags are\n"
+           "refused unless they repeat the checkpoint's value.\n"
            "A resumed run keeps the backend recorded in the checkpoint and is then bit-identical\n"
            "to an uninterrupted run; another --backend continues the run to within rounding (the\n"
            "cpu, cpu-blas and GPU GEMMs round differently), so its numbers drift from the\n"
            "original's. --device does the same across devices: a run saved on a GPU resumes on\n"
            "the CPU with --device cpu.\n"
+           "A run whose steps stop making updates (10 in a row, or all of its steps, skipped for\n"
+           "a non-finite loss or gradient norm, or a non-finite val loss) stops without saving,\n"
+           "keeps the last good checkpoint and exits 1.\n"
+           "--metrics: one JSON line per --log-every steps {\"step\",\"train_loss\",\"lr\",\n"
+           "\"grad_norm\",\"tokens_per_s\",\"elapsed_s\"} and per evaluation {\"step\",\n"
+           "\"val_loss\",\"elapsed_s\"} (null: not finite); a new run truncates it,\n"
+           "--resume drops the lines after the checkpoint's step and appends.\n"
+           "--keep-best writes <stem>.best.safetensors (a resumable checkpoint) at every\n"
+           "scheduled evaluation that lowers the best val loss; --patience N stops (saved, exit\n"
+           "0) after N scheduled evaluations without one. Both may be given again with --resume.\n"
+           "--init-from FILE: a new run (steps, lr, data, seed of the data from the flags) from\n"
+           "the weights of FILE, whose model shape it takes (shape flags must repeat it) and\n"
+           "whose vocabulary must hold every byte of the corpus; it evaluates at step 0 first.\n"
+           "--threads above the number of online cores is kept with a warning: oversubscribed\n"
+           "threads make every step much slower.\n"
            "Default corpus: the Debian package 'fortunes' (" DEFAULT_CORPUS ").\n");
 }
 
@@ -206,6 +242,7 @@ static bool checkpoint_value(const strix_checkpoint_info *ck, const char *name, 
     else if (strcmp(name, "relu") == 0)
         snprintf(buf, cap, "%s", m->mlp_act == STRIX_ACT_RELU ? "on" : "off");
     else if (strcmp(name, "tie") == 0) snprintf(buf, cap, "%s", m->tie_weights ? "on" : "off");
+    else if (strcmp(name, "no-bias") == 0) snprintf(buf, cap, "%s", m->bias ? "off" : "on");
     else if (strcmp(name, "sequential") == 0)
         snprintf(buf, cap, "%s", t->sequential ? "on" : "off");
     else if (strcmp(name, "stride") == 0) snprintf(buf, cap, "%" PRId64, t->stride);
@@ -231,20 +268,62 @@ typedef struct run {
     strix_optimizer *opt;
     const char *out;
     double time_limit, save_delay;
-    int64_t stop_after, log_every;
+    int64_t stop_after, log_every, nan_from;
     bool tty, corpus_is_dir;
+    bool vocab_fixed;           /* info.vocab is the model's (resume, --init-from): the corpus is
+                                 * encoded with it */
+    int corpus_bytes;           /* distinct bytes of the corpus itself (0: not re-encoded) */
+    const char *init_from;      /* --init-from FILE (NULL: none) */
+    train_metrics metrics;      /* the metrics log (metrics.f NULL: none) */
+    double t0;                  /* start of the training loop (tool_now) */
+    /* the last checkpoint known to be good: what a diverged run keeps */
+    const char *good_path;
+    int64_t good_step;          /* -1: none written */
+    /* --keep-best and --patience */
+    bool keep_best;
+    int64_t patience;           /* 0: never stop early */
+    char best_path[STRIX_PATH_MAX + 24];
+    double best_val;            /* +inf before the first scheduled evaluation */
+    int64_t best_step, evals_since_best;
+    int64_t eval_step;          /* step of the evaluation the next save follows (-1: none) */
+    bool patience_out;          /* patience ran out at the last save */
     char data_path[STRIX_PATH_MAX]; /* info.train.data_path and .backend point here */
     char backend[32];
     out_lock lock;              /* held while the run may write --out */
 } run;
 
 static void run_free(run *r) {
+    metrics_close(&r->metrics);
     out_lock_release(&r->lock);
     strix_gpt_train_model_free(&r->gpt_model);
     strix_optimizer_free(r->opt);
     strix_gpt_free(r->gpt);
     strix_backend_free(r->be);
     strix_corpus_free(&r->corpus);
+}
+
+/* Re-encodes the corpus with the model's vocabulary r->info.vocab (a resumed or --init-from run:
+ * the corpus's own byte set may be a subset of it). Returns 0, or 1 after one line naming the
+ * first byte of the corpus that the vocabulary lacks. */
+static int encode_with(run *r, const char *path) {
+    const strix_vocab *mv = &r->info.vocab, *cv = &r->corpus.vocab;
+    for (int i = 0; i < cv->size; i++) {
+        unsigned char b = cv->bytes[i];
+        if (mv->id_of[b] >= 0) continue;
+        char shown[16];
+        if (b > 32 && b < 127 && b != '\'') snprintf(shown, sizeof shown, "'%c' ", b);
+        else shown[0] = '\0';
+        fprintf(stderr, "strix: the corpus %s holds the byte %s(0x%02x), which the vocabulary of "
+                        "%s (%d bytes) lacks; the model can only read its own bytes\n", path,
+                shown, b, r->init_from ? r->init_from : "the checkpoint", mv->size);
+        return 1;
+    }
+    int16_t map[256];
+    r->corpus_bytes = cv->size;
+    for (int i = 0; i < cv->size; i++) map[i] = mv->id_of[cv->bytes[i]];
+    for (size_t i = 0; i < r->corpus.size; i++) r->corpus.ids[i] = (uint8_t)map[r->corpus.ids[i]];
+    r->corpus.vocab = *mv;
+    return 0;
 }
 
 /* Loads the corpus at `path`, applies the split and checks the block fits. When resuming
@@ -276,6 +355,7 @@ static int load_corpus(run *r, const char *path, bool is_default, const char *re
                     resume, r->corpus.size, then->data_size);
         return 1;
     }
+    if (s == STRIX_OK && r->vocab_fixed && encode_with(r, path)) return 1;
     if (s == STRIX_OK) s = strix_corpus_split(&r->corpus, r->info.train.val_fraction);
     if (s == STRIX_OK) s = strix_corpus_check_block(&r->corpus, r->info.model.block_size);
     return s == STRIX_OK ? 0 : tool_fail(s);
@@ -290,9 +370,12 @@ static void print_setup(const run *r, bool resumed) {
         snprintf(skipped, sizeof skipped, " (%d skipped: %d binary or empty, %d hidden, links, "
                  "subdirectories or not regular files)", c->n_skipped, c->n_skipped_text,
                  c->n_skipped_other);
-    printf("corpus %s: %zu characters in %d file%s%s, vocabulary %d; train %zu, val %zu\n",
+    char vocab[64] = "";
+    if (r->corpus_bytes > 0 && r->corpus_bytes != c->vocab.size)
+        snprintf(vocab, sizeof vocab, " (the model's; the corpus uses %d)", r->corpus_bytes);
+    printf("corpus %s: %zu characters in %d file%s%s, vocabulary %d%s; train %zu, val %zu\n",
            i->train.data_path, c->size, c->n_files, c->n_files == 1 ? "" : "s", skipped,
-           c->vocab.size, strix_corpus_split_size(c, STRIX_SPLIT_TRAIN),
+           c->vocab.size, vocab, strix_corpus_split_size(c, STRIX_SPLIT_TRAIN),
            strix_corpus_split_size(c, STRIX_SPLIT_VAL));
     printf("model: %d layers, d_model %d, %d heads, block %d, %zu parameters; backend %s, "
            "%d threads\n", m->n_layer, m->d_model, m->n_head, m->block_size,
@@ -313,6 +396,14 @@ static void clear_progress(const run *r) {
     if (r->tty) fprintf(stderr, "\r\033[K");
 }
 
+/* Training tokens per second of this invocation: (step - first) steps in `elapsed` seconds. */
+static double tokens_per_s(const run *r, int64_t step, int64_t first, double elapsed) {
+    int accum = r->info.train.grad_accum > 1 ? r->info.train.grad_accum : 1;
+    return elapsed > 0 ? (double)(step - first) * accum * r->info.train.batch *
+                             r->info.model.block_size / elapsed
+                       : 0.0;
+}
+
 static void progress(run *r, int64_t step, int64_t first, float loss, double t0, bool force) {
     static double last_print;
     double now = tool_now(), elapsed = now - t0;
@@ -322,10 +413,7 @@ static void progress(run *r, int64_t step, int64_t first, float loss, double t0,
     if (!due) return;
     last_print = now;
     double done = (double)(step - first);
-    int accum = r->info.train.grad_accum > 1 ? r->info.train.grad_accum : 1;
-    double tok_s = elapsed > 0 ? done * accum * r->info.train.batch * r->info.model.block_size
-                                     / elapsed
-                               : 0.0;
+    double tok_s = tokens_per_s(r, step, first, elapsed);
     double eta = done > 0 ? elapsed / done * (double)(total - step) : NAN;
     if (r->time_limit > 0 && r->time_limit - elapsed < eta) eta = r->time_limit - elapsed;
     char el[32], et[32];
@@ -354,6 +442,26 @@ static strix_status save(void *ctx, const strix_train_state *state) {
         while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {}
     }
     strix_status s = strix_checkpoint_save(r->out, r->gpt, &r->info);
+    int64_t step = r->info.state.step;
+    if (s == STRIX_OK) {
+        r->good_path = r->out;
+        r->good_step = step;
+    }
+    /* --keep-best: a scheduled evaluation (every --eval-every steps, the last step) that lowers
+     * the best val loss writes the best file too; one that does not counts for --patience */
+    bool scheduled = step % r->info.train.eval_every == 0 || step == r->info.train.steps;
+    if (s == STRIX_OK && r->keep_best && r->eval_step == step && scheduled) {
+        if (r->info.state.val_loss < r->best_val) {
+            s = strix_checkpoint_save(r->best_path, r->gpt, &r->info);
+            r->best_val = r->info.state.val_loss;
+            r->best_step = step;
+            r->evals_since_best = 0;
+        } else {
+            r->evals_since_best++;
+        }
+        r->patience_out = r->patience > 0 && r->evals_since_best >= r->patience;
+    }
+    r->eval_step = -1;
     out_save_end(&guard);
     return s;
 }
@@ -364,6 +472,7 @@ typedef struct loop_ctx {
     double t0;
     int64_t first;
     const char *stopped;   /* why the run stopped early (NULL: it did not) */
+    bool early;            /* stopped by --patience */
 } loop_ctx;
 
 static strix_train_action on_event(void *user, const strix_train_event *ev) {
@@ -379,6 +488,8 @@ static strix_train_action on_event(void *user, const strix_train_event *ev) {
         clear_progress(r);
         printf("step %" PRId64 ": val loss %.4f\n", ev->step, ev->val_loss);
         fflush(stdout); /* before the stop line on stderr */
+        metrics_eval(&r->metrics, ev->step, ev->val_loss, tool_now() - c->t0);
+        r->eval_step = ev->step;
         return STRIX_TRAIN_CONTINUE;
     case STRIX_TRAIN_EV_LOOP_END:
         /* Training is over: what is left (a last evaluation, the save, the report) runs to its
@@ -388,7 +499,18 @@ static strix_train_action on_event(void *user, const strix_train_event *ev) {
     case STRIX_TRAIN_EV_STEP:
         break;
     }
-    progress(r, ev->step, c->first, ev->loss, c->t0, ev->step == r->info.train.steps);
+    bool last = ev->step == r->info.train.steps;
+    progress(r, ev->step, c->first, ev->loss, c->t0, last);
+    if (last || ev->step % r->log_every == 0) {
+        double elapsed = tool_now() - c->t0;
+        metrics_train(&r->metrics, ev->step, ev->loss, ev->lr, ev->grad_norm,
+                      tokens_per_s(r, ev->step, c->first, elapsed), elapsed);
+    }
+    if (r->patience_out && !last) {
+        c->stopped = "early stop";
+        c->early = true;
+        return STRIX_TRAIN_STOP; /* this step just evaluated and saved */
+    }
     if (r->stop_after > 0 && ev->step >= r->stop_after) {
         c->stopped = "stopped by --stop-after";
         return STRIX_TRAIN_STOP;
@@ -408,21 +530,48 @@ static int train_loop(run *r) {
     out_stop_signals_install();
 
     loop_ctx c = {.r = r, .t0 = tool_now(), .first = info->state.step};
+    r->t0 = c.t0;
     if (r->stop_after > 0 && r->stop_after <= c.first) {
         fprintf(stderr, "strix: --stop-after %" PRId64 " is not past the checkpoint's step %" PRId64
                         "\n", r->stop_after, c.first);
         return 2;
+    }
+    if (r->init_from && r->model.eval) { /* where the fine-tuning starts from */
+        double val;
+        strix_status s = r->model.eval(r->model.ctx, &val);
+        if (s != STRIX_OK) return tool_fail(s);
+        info->state.val_loss = val;
+        printf("step 0: val loss %.4f\n", val);
+        fflush(stdout);
+        metrics_eval(&r->metrics, 0, val, tool_now() - c.t0);
     }
     strix_train_hooks hooks = {.on_event = on_event, .user = &c, .stop = &out_stop_signal};
     strix_train_result res;
     strix_status s = strix_train_run(t, &r->model, r->opt, &info->state, &hooks, &res);
     out_stop_signals_ignore();
     clear_progress(r);
+    if (s == STRIX_ERR_NUMERIC) { /* no update any more: nothing was saved since */
+        char kept[STRIX_PATH_MAX + 64] = "no checkpoint was written";
+        if (r->good_step >= 0)
+            snprintf(kept, sizeof kept, "the last good checkpoint %s (step %" PRId64 ") is kept",
+                     r->good_path, r->good_step);
+        fprintf(stderr, "strix: %s; %s\n", strix_last_error(), kept);
+        return 1;
+    }
     if (s != STRIX_OK) return tool_fail(s);
     if (res.end == STRIX_TRAIN_INTERRUPTED) c.stopped = "interrupted";
     int64_t step = info->state.step, val_step = res.val_step;
     double elapsed = tool_now() - c.t0;
-    if (c.stopped) {
+    if (res.skipped > 0)
+        fprintf(stderr, "strix: warning: %" PRId64 " of %" PRId64 " steps were skipped for a "
+                        "non-finite loss or gradient norm%s\n", res.skipped, step - c.first,
+                res.skip_since >= 0 ? ", the run's last steps among them" : "");
+    if (c.early) {
+        fprintf(stderr, "strix: early stop at step %" PRId64 " of %" PRId64 ": %" PRId64
+                        " evaluations without a val loss below %.4f (step %" PRId64 "); best "
+                        "checkpoint %s, last %s\n", step, t->steps, r->evals_since_best,
+                r->best_val, r->best_step, r->best_path, r->out);
+    } else if (c.stopped) {
         fprintf(stderr, "strix: %s at step %" PRId64 " of %" PRId64 "; checkpoint saved to %s "
                         "(continue with: strix train --resume %s)\n", c.stopped, step, t->steps,
                 r->out, r->out);
@@ -442,6 +591,12 @@ static int train_loop(run *r) {
     printf("%s: %" PRId64 " of %" PRId64 " steps, train loss %s, val loss %s, %.1f s; "
            "saved %s\n", step == t->steps ? "done" : "stopped", step, t->steps, train_text,
            val_text, elapsed, r->out);
+    if (c.stopped && strcmp(c.stopped, "time limit") == 0 && step < 1000)
+        fprintf(stderr, "strix: note: --time stopped the run after %" PRId64 " steps (%.0f tok/s): "
+                        "too few for good samples (a small GPT needs thousands); another process "
+                        "busy on the cores makes each step many times slower: give a longer "
+                        "--time, fewer --threads, or an idle machine\n", step,
+                tokens_per_s(r, step, c.first, elapsed));
     return 0;
 }
 
@@ -452,7 +607,8 @@ static int check_resume_flags(const strix_checkpoint_info *ck, arg_spec *specs, 
     /* --data may name the corpus at another place: its size and hash are checked instead. */
     static const char *allowed[] = {"out",       "threads",    "time", "backend", "device",
                                     "resume",    "log-every",  "stop-after", "save-delay",
-                                    "data"};
+                                    "data",      "metrics",    "keep-best", "patience",
+                                    "nan-from"};
     for (int i = 0; i < n; i++) {
         if (!specs[i].seen) continue;
         bool ok = false;
@@ -473,6 +629,11 @@ static int check_resume_flags(const strix_checkpoint_info *ck, arg_spec *specs, 
 /* Creates the run's backend: `name` is --backend for a new run, and for a resumed run the
  * checkpoint's backend unless --backend names another. Records it for the next checkpoint. */
 static int setup_backend(run *r, const train_flags *f, const char *name) {
+    long online = sysconf(_SC_NPROCESSORS_ONLN);
+    if (online > 0 && f->threads > online)
+        fprintf(stderr, "strix: warning: --threads %d exceeds the %ld online cores; "
+                        "oversubscribed threads make every step much slower (keeping %d)\n",
+                f->threads, online, f->threads);
     strix_set_num_threads(f->threads);
     strix_status s = tool_backend_init(name, &r->be);
     if (s != STRIX_OK) {
@@ -487,7 +648,9 @@ static int setup_backend(run *r, const train_flags *f, const char *name) {
 static strix_status run_loss_step(void *ctx, int64_t step, int micro, float grad_scale,
                                   float *loss) {
     run *r = ctx;
-    return r->gpt_model.loss_step(r->gpt_model.ctx, step, micro, grad_scale, loss);
+    strix_status s = r->gpt_model.loss_step(r->gpt_model.ctx, step, micro, grad_scale, loss);
+    if (r->nan_from > 0 && step + 1 >= r->nan_from) *loss = NAN; /* the testing flag */
+    return s;
 }
 
 static strix_status run_eval(void *ctx, double *val_loss) {
@@ -510,7 +673,46 @@ static int setup_trainer(run *r) {
     return 0;
 }
 
+/* The model-shape flags given with --init-from must repeat the file's values (exit code 2). */
+static int check_init_flags(const strix_checkpoint_info *ck, const char *file, arg_spec *specs,
+                            int n) {
+    static const char *shape[] = {"d-model", "layers", "heads", "head-sizes", "d-ff",
+                                  "block",   "rope",   "relu",  "tie",        "no-bias"};
+    for (size_t i = 0; i < sizeof shape / sizeof *shape; i++) {
+        arg_spec *a = args_find(specs, n, shape[i]);
+        if (!a->seen) continue;
+        char mine[STRIX_PATH_MAX], theirs[STRIX_PATH_MAX];
+        args_format_value(a, mine, sizeof mine);
+        checkpoint_value(ck, a->name, theirs, sizeof theirs);
+        if (strcmp(mine, theirs) == 0) continue;
+        fprintf(stderr, "strix train: --%s %s differs from the model of --init-from %s (%s); the "
+                        "model's shape comes from the file\n", a->name, mine, file,
+                theirs[0] ? theirs : "unset");
+        return 2;
+    }
+    return 0;
+}
+
+static int start_new_from(run *r, train_flags *f, arg_spec *specs, int n,
+                          const strix_checkpoint *init);
+static int setup_outputs(run *r, const train_flags *f, int64_t resume_step, bool replace_ok);
+
+/* A new run: from --init-from's weights (its checkpoint open while the run is set up), or
+ * initialised from --seed. */
 static int start_new(run *r, train_flags *f, arg_spec *specs, int n) {
+    strix_checkpoint *ck = NULL;
+    if (f->init_from) {
+        strix_status s = strix_checkpoint_open(f->init_from, &ck);
+        if (s != STRIX_OK) return tool_fail(s);
+        r->init_from = f->init_from;
+    }
+    int rc = start_new_from(r, f, specs, n, ck);
+    if (ck) strix_checkpoint_close(ck);
+    return rc;
+}
+
+static int start_new_from(run *r, train_flags *f, arg_spec *specs, int n,
+                          const strix_checkpoint *init) {
     strix_checkpoint_info *info = &r->info;
     strix_gpt_config *m = &info->model;
     *m = strix_gpt_config_default();
@@ -522,14 +724,22 @@ static int start_new(run *r, train_flags *f, arg_spec *specs, int n) {
     m->mlp_act = f->relu ? STRIX_ACT_RELU : STRIX_ACT_GELU;
     m->rope = f->rope;
     m->tie_weights = f->tie;
-    if (f->head_sizes) {
+    m->bias = !f->no_bias;
+    if (init) {
+        const strix_checkpoint_info *src = strix_checkpoint_info_of(init);
+        int rc = check_init_flags(src, f->init_from, specs, n);
+        if (rc) return rc;
+        *m = src->model;
+        info->vocab = src->vocab;
+        r->vocab_fixed = true;
+    } else if (f->head_sizes) {
         if (args_find(specs, n, "heads")->seen) {
             fprintf(stderr, "strix train: give either --heads or --head-sizes, not both\n");
             return 2;
         }
         if (!parse_head_sizes(f->head_sizes, m)) return 2;
     }
-    m->vocab_size = 256; /* checked with a placeholder until the corpus is read */
+    if (!init) m->vocab_size = 256; /* checked with a placeholder until the corpus is read */
     if (strix_gpt_config_check(m) != STRIX_OK) {
         fprintf(stderr, "strix train: %s\n", strix_last_error());
         return 2;
@@ -570,8 +780,11 @@ static int start_new(run *r, train_flags *f, arg_spec *specs, int n) {
         fprintf(stderr, "strix train: --data path is too long\n");
         return 2;
     }
-    int rc = out_check(r->out, data, false);
+    struct stat st;
+    bool out_exists = stat(r->out, &st) == 0;
+    int rc = out_check(r->out, data, f->force);
     if (rc == 0) rc = out_lock_take(&r->lock, r->out);
+    if (rc == 0) rc = setup_outputs(r, f, -1, f->force || out_exists);
     if (rc) return rc;
 
     rc = load_corpus(r, data, f->data == NULL, NULL, false);
@@ -579,7 +792,7 @@ static int start_new(run *r, train_flags *f, arg_spec *specs, int n) {
     /* The absolute path, so that --resume finds the corpus from any working directory. */
     out_resolve_path(data, r->data_path, sizeof r->data_path);
     t->data_path = r->data_path;
-    m->vocab_size = r->corpus.vocab.size;
+    m->vocab_size = r->corpus.vocab.size; /* --init-from: the model's (load_corpus encoded) */
     info->vocab = r->corpus.vocab;
     info->state.step = 0;
     info->state.data_rng = strix_seed_derive(f->seed, 2);
@@ -591,18 +804,65 @@ static int start_new(run *r, train_flags *f, arg_spec *specs, int n) {
     rc = setup_backend(r, f, f->backend);
     if (rc) return rc;
     strix_status s = strix_gpt_new(r->be, m, &r->gpt);
-    if (s == STRIX_OK) s = strix_gpt_init_weights(r->gpt, strix_seed_derive(f->seed, 1));
+    if (s == STRIX_OK && init) s = strix_checkpoint_restore(init, r->gpt, false); /* weights */
+    else if (s == STRIX_OK) s = strix_gpt_init_weights(r->gpt, strix_seed_derive(f->seed, 1));
     if (s != STRIX_OK) return tool_fail(s);
     if (args_find(specs, n, "warmup")->seen && t->warmup > t->steps)
         fprintf(stderr, "strix: warning: --warmup %" PRId64 " exceeds --steps %" PRId64 ": the "
                         "learning rate only reaches %g of --lr %g and never decays\n",
                 t->warmup, t->steps, (double)t->lr * (double)t->steps / (double)t->warmup,
                 (double)t->lr);
-    struct stat st;
-    if (stat(r->out, &st) == 0) /* a strix checkpoint: out_check refused anything else */
+    if (out_exists) /* a strix checkpoint: out_check refused anything else */
         fprintf(stderr, "strix: note: %s exists and will be replaced at the first checkpoint\n",
                 r->out);
     return setup_trainer(r);
+}
+
+/* The run's other outputs, once --out passed its checks: the metrics log (a new run when
+ * resume_step < 0, replace_ok as for metrics_open) and, with --keep-best or --patience, the best
+ * checkpoint <stem>.best.safetensors (a resumed run takes the best so far from it). Returns 0 or
+ * an exit code (message printed). */
+static int setup_outputs(run *r, const train_flags *f, int64_t resume_step, bool replace_ok) {
+    char path[STRIX_PATH_MAX + 24];
+    bool none = f->metrics && strcmp(f->metrics, "none") == 0;
+    if (f->metrics && !none) snprintf(path, sizeof path, "%s", f->metrics);
+    else metrics_default_path(r->out, path, sizeof path);
+    if (!none) {
+        int rc = metrics_open(&r->metrics, path, r->out, resume_step, replace_ok);
+        if (rc) return rc;
+    }
+    r->keep_best = f->keep_best || f->patience > 0;
+    r->patience = f->patience;
+    r->best_val = INFINITY;
+    r->best_step = -1;
+    r->eval_step = -1;
+    if (!r->keep_best) return 0;
+    static const char ext[] = ".safetensors";
+    size_t len = strlen(r->out), e = sizeof ext - 1;
+    if (len > e && strcmp(r->out + len - e, ext) == 0) len -= e;
+    snprintf(r->best_path, sizeof r->best_path, "%.*s.best.safetensors", (int)len, r->out);
+    struct stat st;
+    if (stat(r->best_path, &st) != 0) return 0;
+    if (resume_step < 0) {
+        if (!replace_ok) {
+            fprintf(stderr, "strix train: the best checkpoint '%s' of another run exists; --force "
+                            "replaces it\n", r->best_path);
+            return 2;
+        }
+        return out_check(r->best_path, NULL, true);
+    }
+    strix_checkpoint *ck;
+    if (strix_checkpoint_open(r->best_path, &ck) != STRIX_OK) return tool_fail(STRIX_ERR_FORMAT);
+    const strix_checkpoint_info *b = strix_checkpoint_info_of(ck);
+    if (b->state.step <= resume_step && b->state.data_hash == r->info.state.data_hash &&
+        b->train.seed == r->info.train.seed && isfinite(b->state.val_loss)) {
+        r->best_val = b->state.val_loss;
+        r->best_step = b->state.step;
+        int64_t every = r->info.train.eval_every;
+        r->evals_since_best = resume_step / every - b->state.step / every;
+    }
+    strix_checkpoint_close(ck);
+    return 0;
 }
 
 static int start_resumed(run *r, train_flags *f, arg_spec *specs, int n) {
@@ -622,6 +882,8 @@ static int start_resumed(run *r, train_flags *f, arg_spec *specs, int n) {
     snprintf(r->backend, sizeof r->backend, "%s", r->info.train.backend);
     r->info.train.data_path = r->data_path;
     r->info.train.backend = r->backend;
+    r->good_path = f->resume;
+    r->good_step = r->info.state.step;
     int rc = check_resume_flags(&r->info, specs, n);
     /* The whole checkpoint is checked (every tensor present with its shape) even when the run is
      * finished: a damaged file is reported, never called finished. */
@@ -657,6 +919,8 @@ static int start_resumed(run *r, train_flags *f, arg_spec *specs, int n) {
     }
     rc = out_check(r->out, data, true);
     if (rc == 0) rc = out_lock_take(&r->lock, r->out);
+    r->vocab_fixed = true;
+    if (rc == 0) rc = setup_outputs(r, f, r->info.state.step, true);
     if (rc == 0) rc = load_corpus(r, data, false, f->resume, f->data != NULL);
     if (rc) return rc;
     char where[STRIX_PATH_MAX];
@@ -699,6 +963,13 @@ int cmd_train(int argc, char **argv) {
     r.stop_after = f.stop_after;
     r.log_every = f.log_every;
     r.save_delay = f.save_delay;
+    r.nan_from = f.nan_from;
+    r.good_step = -1;
+    if (f.resume && f.init_from) {
+        fprintf(stderr, "strix train: --init-from starts a new run; it cannot be given with "
+                        "--resume\n");
+        return 2;
+    }
     r.tty = isatty(STDERR_FILENO);
     if (strlen(r.out) >= STRIX_PATH_MAX) {
         fprintf(stderr, "strix train: --out path is too long\n");
