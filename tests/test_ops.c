@@ -600,6 +600,64 @@ static void test_gemm_batched_strided(void **state) {
     }
 }
 
+/* alpha = 0 forms no product (reference BLAS): C = beta·C exactly, beta 0 writing +0 over NaN,
+ * with A and B all NaN, on every backend and on every path: small items, items past the own
+ * kernel's KC and NC blocks, and items large enough for cpu-blas's cblas_sgemm. gemm_ex with
+ * k = 0 is the same empty product. */
+static void test_gemm_alpha_zero(void **state) {
+    (void)state;
+    static const size_t shapes[][3] = {{1, 1, 1}, {5, 7, 3}, {70, 300, 260}, {200, 200, 200}};
+    static const float betas[] = {0.0f, 1.0f, -0.5f};
+    enum { BATCH = 2 };
+    size_t most = 300 * 260 * BATCH; /* floats of the largest operand (B of 70x300x260) */
+    float *nan_ab = malloc(most * sizeof(float)), *c = malloc(most * sizeof(float));
+    float *want = malloc(most * sizeof(float)), *got = malloc(most * sizeof(float));
+    assert_true(nan_ab && c && want && got);
+    for (size_t i = 0; i < most; i++) nan_ab[i] = NAN;
+    FOR_EACH_BACKEND(be) {
+        float *dab = up(be, nan_ab, most);
+        for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+            size_t m = shapes[s][0], k = shapes[s][1], n = shapes[s][2], nc = BATCH * m * n;
+            for (size_t bi = 0; bi < 3; bi++) {
+                float beta = betas[bi];
+                if (beta == 0.0f) {
+                    for (size_t i = 0; i < nc; i++) c[i] = NAN, want[i] = 0.0f;
+                } else {
+                    tl_fill_uniform(c, nc, 91 + (uint64_t)s, -2.0f, 2.0f);
+                    c[0] = -0.0f; /* beta·(-0) keeps its sign: no 0 + beta·C */
+                    for (size_t i = 0; i < nc; i++) want[i] = beta * c[i];
+                }
+                float *dc = up(be, c, nc);
+                bool ta = (s + bi) % 2 == 1, tb = s % 2 == 1;
+                strix_gemm_batch g = {.a = dab, .lda = ta ? m : k, .stride_a = m * k, .ta = ta,
+                                      .b = dab, .ldb = tb ? k : n, .stride_b = k * n, .tb = tb,
+                                      .c = dc, .ldc = n, .stride_c = m * n,
+                                      .m = m, .k = k, .n = n, .batch = BATCH,
+                                      .alpha = 0.0f, .beta = beta};
+                OK(strix_gemm_batched(be, &g));
+                down(be, got, dc, nc);
+                char label[96];
+                snprintf(label, sizeof label, "%s gemm_batched alpha 0 %zux%zux%zu beta %g",
+                         strix_backend_name(be), m, k, n, (double)beta);
+                assert_true(tl_check_bits(label, got, want, nc));
+                if (beta != 0.0f) memcpy(c, want, nc * sizeof(float)); /* C now holds beta·C */
+                else for (size_t i = 0; i < nc; i++) c[i] = 1.0f;
+                strix_free(be, dc);
+                dc = up(be, c, m * n);
+                OK(strix_gemm_ex(be, dab, ta, dab, tb, dc, m, 0, n, beta)); /* k = 0 */
+                for (size_t i = 0; i < m * n; i++) want[i] = beta == 0.0f ? 0.0f : beta * c[i];
+                down(be, got, dc, m * n);
+                snprintf(label, sizeof label, "%s gemm_ex k 0 %zux%zu beta %g",
+                         strix_backend_name(be), m, n, (double)beta);
+                assert_true(tl_check_bits(label, got, want, m * n));
+                strix_free(be, dc);
+            }
+        }
+        strix_free(be, dab);
+    }
+    free(nan_ab), free(c), free(want), free(got);
+}
+
 /* strix_clamp (torch.clamp: NaN stays NaN, infinities clamp) and the LOG activation. */
 static void test_clamp_and_log(void **state) {
     (void)state;
@@ -844,6 +902,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_exp_gelu_edges),
         cmocka_unit_test(test_add_mul_exact),
         cmocka_unit_test(test_gemm_batched_strided),
+        cmocka_unit_test(test_gemm_alpha_zero),
         cmocka_unit_test(test_clamp_and_log),
         cmocka_unit_test(test_registry_and_unsupported),
         cmocka_unit_test(test_every_slot_filled),
