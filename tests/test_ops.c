@@ -12,6 +12,7 @@
 #include "ops/op_harness.h"
 #include "core/backend_impl.h"
 #include "kernels/dropout.h"
+#include "strix/nn.h"
 
 // ---- runners (one per golden file) -------------------------------------------------------------
 
@@ -600,6 +601,145 @@ static void test_gemm_batched_strided(void **state) {
     }
 }
 
+/* alpha = 0 forms no product (reference BLAS): C = beta·C exactly, beta 0 writing +0 over NaN,
+ * with A and B all NaN, on every backend and on every path: small items, items past the own
+ * kernel's KC and NC blocks, and items large enough for cpu-blas's cblas_sgemm. gemm_ex with
+ * k = 0 is the same empty product. */
+static void test_gemm_alpha_zero(void **state) {
+    (void)state;
+    static const size_t shapes[][3] = {{1, 1, 1}, {5, 7, 3}, {70, 300, 260}, {200, 200, 200}};
+    static const float betas[] = {0.0f, 1.0f, -0.5f};
+    enum { BATCH = 2 };
+    size_t most = 300 * 260 * BATCH; /* floats of the largest operand (B of 70x300x260) */
+    float *nan_ab = malloc(most * sizeof(float)), *c = malloc(most * sizeof(float));
+    float *want = malloc(most * sizeof(float)), *got = malloc(most * sizeof(float));
+    assert_true(nan_ab && c && want && got);
+    for (size_t i = 0; i < most; i++) nan_ab[i] = NAN;
+    FOR_EACH_BACKEND(be) {
+        float *dab = up(be, nan_ab, most);
+        for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+            size_t m = shapes[s][0], k = shapes[s][1], n = shapes[s][2], nc = BATCH * m * n;
+            for (size_t bi = 0; bi < 3; bi++) {
+                float beta = betas[bi];
+                if (beta == 0.0f) {
+                    for (size_t i = 0; i < nc; i++) c[i] = NAN, want[i] = 0.0f;
+                } else {
+                    tl_fill_uniform(c, nc, 91 + (uint64_t)s, -2.0f, 2.0f);
+                    c[0] = -0.0f; /* beta·(-0) keeps its sign: no 0 + beta·C */
+                    for (size_t i = 0; i < nc; i++) want[i] = beta * c[i];
+                }
+                float *dc = up(be, c, nc);
+                bool ta = (s + bi) % 2 == 1, tb = s % 2 == 1;
+                strix_gemm_batch g = {.a = dab, .lda = ta ? m : k, .stride_a = m * k, .ta = ta,
+                                      .b = dab, .ldb = tb ? k : n, .stride_b = k * n, .tb = tb,
+                                      .c = dc, .ldc = n, .stride_c = m * n,
+                                      .m = m, .k = k, .n = n, .batch = BATCH,
+                                      .alpha = 0.0f, .beta = beta};
+                OK(strix_gemm_batched(be, &g));
+                down(be, got, dc, nc);
+                char label[96];
+                snprintf(label, sizeof label, "%s gemm_batched alpha 0 %zux%zux%zu beta %g",
+                         strix_backend_name(be), m, k, n, (double)beta);
+                assert_true(tl_check_bits(label, got, want, nc));
+                if (beta != 0.0f) memcpy(c, want, nc * sizeof(float)); /* C now holds beta·C */
+                else for (size_t i = 0; i < nc; i++) c[i] = 1.0f;
+                strix_free(be, dc);
+                dc = up(be, c, m * n);
+                OK(strix_gemm_ex(be, dab, ta, dab, tb, dc, m, 0, n, beta)); /* k = 0 */
+                for (size_t i = 0; i < m * n; i++) want[i] = beta == 0.0f ? 0.0f : beta * c[i];
+                down(be, got, dc, m * n);
+                snprintf(label, sizeof label, "%s gemm_ex k 0 %zux%zu beta %g",
+                         strix_backend_name(be), m, n, (double)beta);
+                assert_true(tl_check_bits(label, got, want, m * n));
+                strix_free(be, dc);
+            }
+        }
+        strix_free(be, dab);
+    }
+    free(nan_ab), free(c), free(want), free(got);
+}
+
+/* The Embedding module refuses ids outside [0, V) before it touches its table, on every backend
+ * (a GPU backend checks a host copy of its device ids): forward with id -1 or V at position 4 is
+ * STRIX_ERR_ARG naming the id and the position, its output buffer keeps the last good forward
+ * and *y is not set; backward over ids changed to a bad one after the forward is refused alike
+ * with the gradient untouched, as is a backward after a refused forward. (Under ASan a read or
+ * write outside the table would stop the test.) */
+static void test_embedding_id_checks(void **state) {
+    (void)state;
+    enum { V = 5, D = 3, N = 6 };
+    const int64_t shape[2] = {2, 3};
+    float table[V * D], dy_host[N * D], want_y[N * D], want_grad[V * D] = {0}, got[V * D];
+    tl_fill_uniform(table, V * D, 101, -1.0f, 1.0f);
+    tl_fill_uniform(dy_host, N * D, 102, -1.0f, 1.0f);
+    const int32_t good[N] = {0, 4, 2, 4, 1, 3};
+    for (int i = 0; i < N; i++)
+        for (int d = 0; d < D; d++) {
+            want_y[i * D + d] = table[good[i] * D + d];
+            want_grad[good[i] * D + d] += dy_host[i * D + d]; /* ascending i, as the scatter */
+        }
+    const int32_t bad_ids[2] = {-1, V};
+    FOR_EACH_BACKEND(be) {
+        strix_params ps;
+        strix_params_init_empty(&ps, be);
+        strix_embedding *e;
+        OK(strix_embedding_new(&ps, "wte", V, D, 0.02f, &e));
+        OK(strix_params_alloc(&ps));
+        OK(strix_copy(be, e->weight->data, table, sizeof table, STRIX_COPY_H2D));
+        int32_t *ids = tl_upload(be, good, sizeof good);
+        const strix_tensor *y = NULL;
+        OK(strix_embedding_forward(e, ids, 2, shape, &y));
+        float ygot[N * D];
+        down(be, ygot, y->data, N * D);
+        assert_true(tl_check_bits("embedding forward", ygot, want_y, N * D));
+        strix_tensor dy = {0};
+        OK(strix_tensor_ensure(be, &dy, 3, y->shape));
+        OK(strix_copy(be, dy.data, dy_host, sizeof dy_host, STRIX_COPY_H2D));
+        for (int b = 0; b < 2; b++) {
+            int32_t bad[N];
+            memcpy(bad, good, sizeof bad);
+            bad[4] = bad_ids[b];
+            char want_msg[64];
+            snprintf(want_msg, sizeof want_msg, "id %d at position 4 outside [0, %d)", bad[4], V);
+            /* forward: refused, output untouched, *y not set */
+            OK(strix_copy(be, ids, bad, sizeof bad, STRIX_COPY_H2D));
+            const strix_tensor *y2 = NULL;
+            assert_int_equal(strix_embedding_forward(e, ids, 2, shape, &y2), STRIX_ERR_ARG);
+            if (!strstr(strix_last_error(), want_msg) || !strstr(strix_last_error(), "forward"))
+                fail_msg("%s: forward error '%s' lacks '%s'", strix_backend_name(be),
+                         strix_last_error(), want_msg);
+            assert_null(y2);
+            down(be, ygot, y->data, N * D);
+            assert_true(tl_check_bits("embedding output after a refused forward", ygot, want_y,
+                                      N * D));
+            /* a backward after the refused forward: refused, grad untouched */
+            assert_int_equal(strix_embedding_backward(e, &dy), STRIX_ERR_ARG);
+            assert_non_null(strstr(strix_last_error(), want_msg));
+            /* a good forward, then the caller's ids change before backward */
+            OK(strix_copy(be, ids, good, sizeof good, STRIX_COPY_H2D));
+            OK(strix_embedding_forward(e, ids, 2, shape, &y2));
+            OK(strix_copy(be, ids, bad, sizeof bad, STRIX_COPY_H2D));
+            assert_int_equal(strix_embedding_backward(e, &dy), STRIX_ERR_ARG);
+            if (!strstr(strix_last_error(), want_msg) || !strstr(strix_last_error(), "backward"))
+                fail_msg("%s: backward error '%s' lacks '%s'", strix_backend_name(be),
+                         strix_last_error(), want_msg);
+            down(be, got, e->weight->grad, V * D);
+            for (int i = 0; i < V * D; i++)
+                if (got[i] != 0.0f) fail_msg("grad[%d] = %g after a refused backward", i, got[i]);
+        }
+        /* good ids again: the backward scatters exactly */
+        OK(strix_copy(be, ids, good, sizeof good, STRIX_COPY_H2D));
+        OK(strix_embedding_forward(e, ids, 2, shape, &y));
+        OK(strix_embedding_backward(e, &dy));
+        down(be, got, e->weight->grad, V * D);
+        assert_true(tl_check_bits("embedding backward", got, want_grad, V * D));
+        strix_tensor_free(&dy);
+        strix_free(be, ids);
+        strix_module_free(&e->base);
+        strix_params_free(&ps);
+    }
+}
+
 /* strix_clamp (torch.clamp: NaN stays NaN, infinities clamp) and the LOG activation. */
 static void test_clamp_and_log(void **state) {
     (void)state;
@@ -844,6 +984,8 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_exp_gelu_edges),
         cmocka_unit_test(test_add_mul_exact),
         cmocka_unit_test(test_gemm_batched_strided),
+        cmocka_unit_test(test_gemm_alpha_zero),
+        cmocka_unit_test(test_embedding_id_checks),
         cmocka_unit_test(test_clamp_and_log),
         cmocka_unit_test(test_registry_and_unsupported),
         cmocka_unit_test(test_every_slot_filled),

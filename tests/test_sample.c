@@ -421,6 +421,8 @@ static void test_generator_context_rule(void **state) {
     OK(strix_gpt_init_weights(g, 7));
     strix_gpt_generator *gen;
     OK(strix_gpt_generator_new(g, &gen));
+    OK(strix_gpt_generator_set_window(gen, STRIX_GPT_WINDOW_REPRIME));
+    assert_int_equal(strix_gpt_generator_set_window(gen, (strix_gpt_window)7), STRIX_ERR_ARG);
     strix_sampler_config sc = cfg(1.0f, 0, 1);
     strix_rng rng = {.state = 1};
     int32_t t;
@@ -479,6 +481,100 @@ static void test_generator_context_rule(void **state) {
     strix_backend_free(be);
 }
 
+/* The default SLIDE window is nanoGPT's generate(): every token comes from a full forward over
+ * the last block_size ids (the reference below recomputes it from scratch each step, the argmax
+ * with ties to the lower id). Greedy and sampled: identical ids for 3 blocks and more (the first
+ * block through the KV cache, the rest sliding), and the logits agree to rounding. A model with
+ * RoPE (positions restart at 0 in each window) as well as learned positions. */
+static void test_generator_sliding_window(void **state) {
+    (void)state;
+    strix_backend *be = tl_backend_open("cpu");
+    assert_non_null(be);
+    enum { V = 11, T = 8, STEPS = 3 * T + 5 };
+    for (int rope = 0; rope < 2; rope++) {
+        strix_gpt_config c = strix_gpt_config_default();
+        c.vocab_size = V;
+        c.block_size = T;
+        c.n_layer = 2;
+        c.n_head = 2;
+        c.d_model = 16;
+        c.rope = rope == 1;
+        strix_gpt *g;
+        OK(strix_gpt_new(be, &c, &g));
+        OK(strix_gpt_init_weights(g, 11 + (uint64_t)rope));
+        /* larger weights than the 0.02 init, so the greedy path is not one repeated id */
+        strix_params *ps = strix_gpt_params(g);
+        size_t np = ps->total;
+        float *w = malloc(np * sizeof *w);
+        assert_non_null(w);
+        tl_fill_uniform(w, np, 21 + (uint64_t)rope, -0.3f, 0.3f);
+        OK(strix_copy(be, ps->data, w, np * sizeof *w, STRIX_COPY_H2D));
+        free(w);
+        strix_gpt_generator *gen;
+        OK(strix_gpt_generator_new(g, &gen)); /* SLIDE by default */
+        const int32_t prompt[3] = {3, 1, 4};
+        const strix_sampler_config modes[] = {cfg(0, 0, 1), cfg(1.0f, 0, 1)};
+        for (int m = 0; m < 2; m++) {
+            OK(strix_gpt_generator_prime(gen, prompt, 3));
+            int32_t hist[3 + STEPS];
+            memcpy(hist, prompt, sizeof prompt);
+            int n = 3, distinct = 0, seen[V] = {0};
+            strix_rng r = {.state = 42}, ref_r = r;
+            for (int step = 0; step < STEPS; step++) {
+                int32_t t, ref;
+                OK(strix_gpt_generator_next(gen, &modes[m], &r, &t));
+                int ctx = n < T ? n : T;
+                float want[V];
+                forward_last(be, g, hist + n - ctx, ctx, want);
+                if (m == 0) { /* argmax, ties to the lower id */
+                    ref = 0;
+                    for (int i = 1; i < V; i++)
+                        if (want[i] > want[ref]) ref = i;
+                } else {
+                    OK(strix_sample_logits(want, V, &modes[m], &ref_r, NULL, &ref));
+                }
+                if (t != ref)
+                    fail_msg("rope %d mode %d: step %d (context %d) gave id %d, the window %d",
+                             rope, m, step, n, t, ref);
+                assert_true(tl_check_close("sliding logits", strix_gpt_generator_logits(gen),
+                                           want, V, 1e-5, 1e-4));
+                distinct += !seen[t];
+                seen[t] = 1;
+                hist[n++] = t;
+            }
+            assert_true(n - 3 > 2 * T);
+            if (m == 1 && distinct < 3) /* a real path (greedy settles into a cycle) */
+                fail_msg("rope %d: %d distinct sampled ids", rope, distinct);
+            assert_int_equal(strix_gpt_decode_pos(g), T); /* the cache stays full */
+        }
+        /* the reference tells the rules apart: REPRIME's logits leave the window's after the
+         * first block (its context shrinks to T/2) */
+        OK(strix_gpt_generator_set_window(gen, STRIX_GPT_WINDOW_REPRIME));
+        OK(strix_gpt_generator_prime(gen, prompt, 3));
+        int32_t hist[3 + STEPS];
+        memcpy(hist, prompt, sizeof prompt);
+        int n = 3, apart = 0;
+        strix_rng r = {.state = 42};
+        for (int step = 0; step < STEPS; step++) {
+            int32_t t;
+            OK(strix_gpt_generator_next(gen, &modes[0], &r, &t));
+            int ctx = n < T ? n : T;
+            float want[V];
+            forward_last(be, g, hist + n - ctx, ctx, want);
+            for (int i = 0; i < V; i++)
+                if (fabsf(strix_gpt_generator_logits(gen)[i] - want[i]) > 1e-3f) {
+                    apart++;
+                    break;
+                }
+            hist[n++] = t;
+        }
+        if (apart == 0) fail_msg("rope %d: REPRIME matched the sliding window", rope);
+        strix_gpt_generator_free(gen);
+        strix_gpt_free(g);
+    }
+    strix_backend_free(be);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_config_checks),
@@ -494,6 +590,7 @@ int main(void) {
         cmocka_unit_test(test_minus_inf),
         cmocka_unit_test(test_frequencies_match_softmax),
         cmocka_unit_test(test_generator_context_rule),
+        cmocka_unit_test(test_generator_sliding_window),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

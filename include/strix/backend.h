@@ -97,7 +97,8 @@ STRIX_API strix_status strix_sync(strix_backend *be);
 // ---- GEMM --------------------------------------------------------------------------------------
 
 /* out (m,n) = op(A)·op(B) + beta·out. A is stored (m,k), or (k,m) if ta; B is stored (k,n), or
- * (n,k) if tb. beta == 0 never reads out (NaN there does not leak). out must not alias a or b.
+ * (n,k) if tb. beta == 0 never reads out (NaN there does not leak); k == 0 gives
+ * beta·out (beta 0: +0). out must not alias a or b.
  * Each output element sums its k products in ascending k from 0 (own kernel); the BLAS path
  * matches only to rounding. */
 STRIX_API strix_status strix_gemm_ex(strix_backend *be, const float *a, bool ta, const float *b,
@@ -126,7 +127,9 @@ typedef enum strix_gemm_skip {
  *   C_i (m,n, row stride ldc) = alpha·op(A_i)·op(B_i) + beta·C_i,
  * A_i = a + i·stride_a with row stride lda (rows of the stored matrix), likewise B_i and C_i.
  * It lets attention read head slices of a (B,T,3C) buffer in place. Same order and beta rule as
- * strix_gemm_ex; `skip` (default FULL) describes causal zeros, above. */
+ * strix_gemm_ex; `skip` (default FULL) describes causal zeros, above. alpha == 0 (or k == 0)
+ * forms no product, as reference BLAS: C_i = beta·C_i exactly (beta 0 writes +0), A and B are
+ * never read (NaN there does not leak), the same bits on every backend. */
 typedef struct strix_gemm_batch {
     const float *a; size_t lda, stride_a; bool ta;
     const float *b; size_t ldb, stride_b; bool tb;

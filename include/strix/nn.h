@@ -268,13 +268,16 @@ typedef struct strix_embedding {
 STRIX_API strix_status strix_embedding_new(strix_params *ps, const char *prefix,
                                            int num_embeddings, int dim, float init_std,
                                            strix_embedding **out);
-/* ids: `count` int32 in BACKEND memory, each in [0, num) (the caller validates; a view of them is
- * kept for backward). Output shape (shape..., dim) where shape has ndim dims multiplying to
- * count. */
+/* ids: `count` int32 in BACKEND memory (a view of them is kept for backward). Output shape
+ * (shape..., dim) where shape has ndim dims multiplying to count. STRIX_ERR_ARG, naming the id and
+ * its flat position, for an id outside [0, num), checked before anything is written (on a GPU
+ * backend through a host copy of the ids); STRIX_ERR_SHAPE for ndim outside [1, 4). */
 STRIX_API strix_status strix_embedding_forward(strix_embedding *m, const int32_t *ids,
                                                int ndim, const int64_t *shape,
                                                const strix_tensor **y);
-/* dW[ids[i]] += dy[i] in ascending i (scatter-add). No input gradient (ids are integers). */
+/* dW[ids[i]] += dy[i] in ascending i (scatter-add) over the last forward's ids, checked again
+ * first (the caller's buffer may have changed): STRIX_ERR_ARG naming the id and its position,
+ * dW untouched. No input gradient (ids are integers). */
 STRIX_API strix_status strix_embedding_backward(strix_embedding *m, const strix_tensor *dy);
 /* LRP (the vtable's relevance slot): an id's relevance is the sum of its output row's relevance,
  * r_in[i] = Σ_d r_out[i][d] (d ascending, a GEMM with a ones vector), shape (shape...) of the

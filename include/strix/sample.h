@@ -64,17 +64,33 @@ STRIX_API strix_status strix_sample_logits(const float *logits, int V,
 
 // ---- generation with the GPT's KV cache (batch 1) ----------------------------------------------
 
-/* Context rule (nanoGPT crop + cache refill): a prompt is cropped to its last block_size tokens.
- * When the cache holds block_size positions it is emptied and re-primed with the last
- * block_size/2 tokens (at least 1), so every prediction sees between block_size/2 and block_size
- * tokens; re-priming costs block_size/2 decode steps once per block_size/2 new tokens. */
+/* Context rule: a prompt is cropped to its last block_size tokens (nanoGPT) and fed through the
+ * KV cache; each new token is one decode step until the cache holds block_size positions. Then
+ * the window (strix_gpt_generator_set_window) decides. */
 typedef struct strix_gpt_generator strix_gpt_generator;
 
-/* Creates a generator over `g` (which it borrows: free the generator first). It owns a window of
- * block_size tokens, the logits row and the sampler scratch, so generating allocates nothing.
- * STRIX_ERR_ALLOC. */
+/* What the generator does once the context holds block_size tokens:
+ *   SLIDE (default): every prediction sees exactly the last block_size tokens, by a full forward
+ *     over them (positions 0..block_size-1), as nanoGPT's generate() and transformers crop the
+ *     context: the same tokens as nanoGPT. Costs one block_size-position forward per new token.
+ *   REPRIME: the cache is emptied and re-primed with the last block_size/2 tokens (at least 1),
+ *     so every prediction sees between block_size/2 and block_size tokens; costs block_size/2
+ *     decode steps once per block_size/2 new tokens (about two decode steps per token), but the
+ *     tokens differ from nanoGPT's after the first block. */
+typedef enum strix_gpt_window { STRIX_GPT_WINDOW_SLIDE = 0, STRIX_GPT_WINDOW_REPRIME }
+    strix_gpt_window;
+
+/* Creates a generator over `g` (which it borrows: free the generator first), with the SLIDE
+ * window. It owns a window of tokens, the logits row and the sampler scratch, so generating
+ * allocates nothing (except that the first SLIDE forward may grow g's activations to (1,
+ * block_size) once). STRIX_ERR_ALLOC. */
 STRIX_API strix_status strix_gpt_generator_new(strix_gpt *g, strix_gpt_generator **out);
 STRIX_API void strix_gpt_generator_free(strix_gpt_generator *gen);
+
+/* Picks the window rule (above); it applies from the next token on, even mid-run.
+ * STRIX_ERR_ARG for a value that is not a strix_gpt_window. */
+STRIX_API strix_status strix_gpt_generator_set_window(strix_gpt_generator *gen,
+                                                      strix_gpt_window window);
 
 /* Empties the cache and feeds the last min(n, block_size) tokens of prompt[0..n), leaving the
  * prediction for the first new token. STRIX_ERR_ARG for n = 0 or an id outside [0, V); errors of
@@ -84,9 +100,9 @@ STRIX_API strix_status strix_gpt_generator_prime(strix_gpt_generator *gen, const
                                                  size_t n);
 
 /* Samples the next token with strix_sample_logits() into *token. The token is fed to the model
- * lazily, at the start of the following next() (refilling the cache when it is full), so the last
- * token of a run costs no decode step. STRIX_ERR_ARG before a successful prime; statuses of
- * strix_sample_logits() and strix_gpt_decode_step(). */
+ * lazily, at the start of the following next() (by the window rule when the context is full), so
+ * the last token of a run costs no model call. STRIX_ERR_ARG before a successful prime; statuses
+ * of strix_sample_logits(), strix_gpt_decode_step() and strix_gpt_forward(). */
 STRIX_API strix_status strix_gpt_generator_next(strix_gpt_generator *gen,
                                                 const strix_sampler_config *c, strix_rng *rng,
                                                 int32_t *token);

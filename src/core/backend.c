@@ -111,6 +111,13 @@ strix_status strix_gemm_batched(strix_backend *be, const strix_gemm_batch *g) {
     STRIX_ASSERT(g->lda >= (g->ta ? g->m : g->k), "gemm_batched: lda %zu too small", g->lda);
     STRIX_ASSERT(g->ldb >= (g->tb ? g->k : g->n), "gemm_batched: ldb %zu too small", g->ldb);
     STRIX_ASSERT(g->ldc >= g->n, "gemm_batched: ldc %zu < n %zu", g->ldc, g->n);
+    if (g->alpha == 0.0f && g->k > 0) {
+        /* Reference BLAS: alpha 0 forms no product, C = beta·C, and A and B are never read (NaN
+         * there does not leak). Every backend treats k = 0 so (beta 0 writes zeros). */
+        strix_gemm_batch none = *g;
+        none.k = 0;
+        STRIX_DISPATCH(be, gemm_batched, &none);
+    }
     STRIX_DISPATCH(be, gemm_batched, g);
 }
 

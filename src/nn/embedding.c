@@ -1,8 +1,10 @@
 /*
  * embedding.c - Embedding (PyTorch nn.Embedding): a row gather forward, a scatter-add backward.
  *
- * Ids are int32 in backend memory; range checks are the caller's (the GPT checks its host ids
- * before uploading them). Relevance sums each output row into its id's position. The module's
+ * Ids are int32 in backend memory. Forward and backward check every id against [0, num) before
+ * the table is touched (STRIX_ERR_ARG naming the id and its position): in place on a CPU backend,
+ * on a host copy (one device-to-host copy per call, into a buffer that grows only) on a GPU
+ * backend. Relevance sums each output row into its id's position. The module's
  * generic form is strix_module_io with ids (forward_ex/backward_ex/relevance_ex). No padding_idx,
  * max_norm or sparse gradients.
  */
@@ -16,6 +18,7 @@ static void vt_destroy(strix_module *m) {
     strix_tensor_free(&e->work->out);
     strix_tensor_free(&e->work->rel);
     strix_tensor_free(&e->work->ones);
+    free(e->work->host_ids);
     free(e);
 }
 static strix_status vt_relevance(strix_module *m, const strix_tensor *r, const strix_tensor **ri) {
@@ -81,6 +84,30 @@ strix_status strix_embedding_new(strix_params *ps, const char *prefix, int num_e
     return STRIX_OK;
 }
 
+/* STRIX_ERR_ARG for the first of ids[0..count) (backend memory) outside [0, num); `call` names
+ * the call in the message. A GPU backend's ids are read through work->host_ids. */
+static strix_status check_ids(strix_embedding *m, const int32_t *ids, size_t count,
+                              const char *call) {
+    struct strix_embedding_work *w = m->work;
+    const int32_t *host = ids;
+    if (count > 0 && strix_backend_device(m->base.be) != STRIX_DEVICE_CPU) {
+        if (count > w->host_cap) {
+            int32_t *grown = realloc(w->host_ids, count * sizeof *grown);
+            if (!grown) return NN_ALLOC_FAIL("Embedding ids");
+            w->host_ids = grown;
+            w->host_cap = count;
+        }
+        STRIX_TRY(strix_copy(m->base.be, w->host_ids, ids, count * sizeof *ids,
+                             STRIX_COPY_D2H));
+        host = w->host_ids;
+    }
+    for (size_t i = 0; i < count; i++)
+        if (host[i] < 0 || host[i] >= m->num_embeddings)
+            return strix_error(STRIX_ERR_ARG, "Embedding %s: id %d at position %zu outside "
+                               "[0, %d)", call, host[i], i, m->num_embeddings);
+    return STRIX_OK;
+}
+
 strix_status strix_embedding_forward(strix_embedding *m, const int32_t *ids, int ndim,
                                      const int64_t *shape, const strix_tensor **y) {
     STRIX_ASSERT(m->weight->data != NULL, "Embedding: parameters not allocated");
@@ -93,12 +120,14 @@ strix_status strix_embedding_forward(strix_embedding *m, const int32_t *ids, int
         count *= (size_t)shape[d];
     }
     oshape[ndim] = m->dim;
+    /* recorded before the check, so a backward after a refused forward is refused alike */
+    m->work->ids = ids;
+    m->work->count = count;
+    STRIX_TRY(check_ids(m, ids, count, "forward"));
     STRIX_TRY(strix_tensor_ensure(m->base.be, &m->work->out, ndim + 1, oshape));
     if (count > 0)
         STRIX_TRY(strix_gather_rows(m->base.be, m->weight->data, ids, m->work->out.data, count,
                                     (size_t)m->dim));
-    m->work->ids = ids;
-    m->work->count = count;
     if (y) *y = &m->work->out;
     return STRIX_OK;
 }
@@ -106,6 +135,7 @@ strix_status strix_embedding_forward(strix_embedding *m, const int32_t *ids, int
 strix_status strix_embedding_backward(strix_embedding *m, const strix_tensor *dy) {
     STRIX_TRY(nn_check_same("Embedding", dy, &m->work->out));
     if (m->work->count == 0) return STRIX_OK;
+    STRIX_TRY(check_ids(m, m->work->ids, m->work->count, "backward")); /* they may have changed */
     return strix_scatter_add_rows(m->base.be, dy->data, m->work->ids, m->weight->grad,
                                   m->work->count, (size_t)m->dim);
 }

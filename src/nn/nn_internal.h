@@ -96,6 +96,8 @@ struct strix_embedding_work {
     size_t count;
     strix_tensor out;
     strix_tensor rel, ones;     /* relevance: per-id sums, and a row of ones for them */
+    int32_t *host_ids;          /* GPU backends: host copy of the ids being checked */
+    size_t host_cap;            /* ids host_ids holds room for */
 };
 
 struct strix_layernorm_work {

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # sample.sh - `strix sample`: greedy and seeded sampling are reproducible, the output is the prompt
-# plus exactly --tokens bytes, top-k/top-p work, and generation runs past the block size (the KV
-# cache is re-primed).
+# plus exactly --tokens bytes, top-k/top-p work, and generation runs past the block size with both
+# --window rules (slide, the default, and reprime; tests/test_sample.c checks their tokens).
 source "$(dirname "$0")/lib.bash"
 
 "$STRIX" train --data "$SHAKESPEARE" "${TINY[@]}" --steps 60 --eval-every 60 --eval-batches 2 \
@@ -37,4 +37,17 @@ cmp -s s5a.txt s6.txt && fail "seeds 5 and 6 gave the same text" || ok "another 
 "${S[@]}" --prompt "First Citizen: Before we proceed any fur" --tokens 300 --temperature 0 \
     >long2.txt
 same_file "long greedy generation twice" long.txt long2.txt
+"${S[@]}" --prompt "First Citizen: Before we proceed any fur" --tokens 300 --temperature 0 \
+    --window slide >slide.txt || fail "--window slide"
+same_file "--window slide is the default" long.txt slide.txt
+"${S[@]}" --prompt "First Citizen: Before we proceed any fur" --tokens 300 --temperature 0 \
+    --window reprime >reprime.txt && [ "$(stat -c %s reprime.txt)" -eq 340 ] \
+    && ok "--window reprime past the block size" || fail "--window reprime"
+cmp -s slide.txt reprime.txt && fail "slide and reprime gave the same 300 bytes" \
+    || ok "reprime differs from the sliding window"
+"${S[@]}" --prompt "ROMEO:" --tokens 5 --window wide >bad.txt 2>bad.err
+rc=$?
+[ "$rc" -eq 2 ] && [ "$(wc -l <bad.err)" -eq 1 ] && grep -q -- "--window takes slide or reprime" \
+    bad.err && ok "--window wide refused (exit 2, one line)" \
+    || fail "--window wide: rc $rc, $(cat bad.err)"
 finish

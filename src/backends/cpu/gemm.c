@@ -406,11 +406,10 @@ static void write_back(const gemm_problem *pr, const float *acc, size_t ld_acc, 
 static void gemm_single(const gemm_problem *pr, cpu_gemm_workspace *ws) {
     size_t m = pr->m, k = pr->k, n = pr->n;
     if (m == 0 || n == 0) return;
-    if (k == 0) { /* empty sums: C = alpha·0 + beta·C */
+    if (k == 0) { /* empty sums (also alpha 0, strix_gemm_batched): C = beta·C, beta 0 zeros */
         for (size_t i = 0; i < m; i++) {
             float *dst = pr->c + i * pr->ldc;
-            for (size_t j = 0; j < n; j++)
-                dst[j] = pr->beta == 0.0f ? 0.0f : pr->alpha * 0.0f + pr->beta * dst[j];
+            for (size_t j = 0; j < n; j++) dst[j] = pr->beta == 0.0f ? 0.0f : pr->beta * dst[j];
         }
         return;
     }

@@ -46,7 +46,7 @@ typedef struct blas_problem {
 
 static void blas_gemm(const blas_problem *p) {
     if (p->m == 0 || p->n == 0) return;
-    if (p->k == 0) { /* empty product: C = beta·C, beta 0 writing zeros without reading */
+    if (p->k == 0) { /* empty product (also alpha 0): C = beta·C, beta 0 writing zeros */
         for (size_t i = 0; i < p->m; i++)
             for (size_t j = 0; j < p->n; j++) {
                 float *cell = p->c + i * p->ldc + j;

@@ -10,12 +10,13 @@
  *     cuda_backend.cu), so results reproduce on the same GPU; they match the CPU only to rounding
  *     (cuBLAS picks its own summation order). beta == 0 never reads C (cuBLAS's rule too).
  *   - our own tiled SGEMM: used when the build has no vendor BLAS (HIP without hipBLAS), when
- *     STRIX_CUDA_GEMM=own is set (so it is tested on NVIDIA too), for k == 0, and for sizes past
- *     cuBLAS's int range. 64×64 output tiles per block of 256 threads, 16-deep k-slices staged in
- *     shared memory; each thread owns 4×4 outputs and sums each of them in ascending k from 0.0f,
- *     multiply then add with two roundings (-fmad=false), then C = alpha·acc (+ beta·C): the same
- *     expression, in the same order, as the CPU's own kernel (src/backends/cpu/gemm.c), so it
- *     gives the CPU's bits. Slower than cuBLAS; correct everywhere.
+ *     STRIX_CUDA_GEMM=own is set (so it is tested on NVIDIA too), for k == 0 (C = beta·C;
+ *     strix_gemm_batched sends alpha == 0 as k = 0), and for sizes past cuBLAS's int range.
+ *     64×64 output tiles per block of 256 threads, 16-deep k-slices staged in shared memory;
+ *     each thread owns 4×4 outputs and sums each of them in ascending k from 0.0f, multiply then
+ *     add with two roundings (-fmad=false), then C = alpha·acc (+ beta·C): the same expression,
+ *     in the same order, as the CPU's own kernel (src/backends/cpu/gemm.c), so it gives the
+ *     CPU's bits. Slower than cuBLAS; correct everywhere.
  * The `skip` hint of strix_gemm_batch is ignored (allowed: the unwanted outputs are computed).
  */
 #include <limits.h>
@@ -98,8 +99,10 @@ static __global__ __launch_bounds__(TG_THREADS) void k_sgemm_tiled(tg_args g) {
                     size_t gj = col0 + (size_t)(tx + TG_T * c);
                     if (gj >= g.n) continue;
                     float *dst = &C[gi * g.ldc + gj];
-                    if (g.beta == 0.0f) /* never reads C; k == 0 gives +0 as on the CPU */
-                        *dst = g.k == 0 ? 0.0f : g.alpha * acc[r][c];
+                    if (g.k == 0) /* no product: beta·C, beta 0 writing +0 (as the CPU) */
+                        *dst = g.beta == 0.0f ? 0.0f : g.beta * *dst;
+                    else if (g.beta == 0.0f) /* never reads C */
+                        *dst = g.alpha * acc[r][c];
                     else
                         *dst = g.alpha * acc[r][c] + g.beta * *dst;
                 }

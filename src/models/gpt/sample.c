@@ -3,13 +3,15 @@
  *
  * The sampler keeps no state between calls: its randomness is the caller's strix_rng and its
  * memory the caller's scratch (or one allocation per call). The generator owns a token window,
- * a logits row and a scratch, allocated once. Nothing here prints; errors return a status with a
- * message. Not here: tokenisation, printing, batched generation.
+ * a logits row and a scratch, allocated once; past the block it slides (a full forward over the
+ * last block) or re-primes the KV cache (strix_gpt_window). Nothing here prints; errors return
+ * a status with a message. Not here: tokenisation, printing, batched generation.
  */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "strix/backend.h"
 #include "strix/sample.h"
 
 // ---- configuration -----------------------------------------------------------------------------
@@ -187,6 +189,7 @@ struct strix_gpt_generator {
     void *scratch;    /* strix_sample_scratch_size(V) bytes */
     bool primed;      /* a prime succeeded and no decode failed since */
     bool pending;     /* win[len-1] was sampled and is not yet in the cache */
+    strix_gpt_window window; /* the rule once the context is full */
 };
 
 strix_status strix_gpt_generator_new(strix_gpt *g, strix_gpt_generator **out) {
@@ -215,6 +218,22 @@ void strix_gpt_generator_free(strix_gpt_generator *gen) {
     free(gen->logits);
     free(gen->scratch);
     free(gen);
+}
+
+strix_status strix_gpt_generator_set_window(strix_gpt_generator *gen, strix_gpt_window window) {
+    if (window != STRIX_GPT_WINDOW_SLIDE && window != STRIX_GPT_WINDOW_REPRIME)
+        return strix_error(STRIX_ERR_ARG, "generator: unknown window rule %d", (int)window);
+    gen->window = window;
+    return STRIX_OK;
+}
+
+/* SLIDE: the next-token logits of a full forward over the last T tokens of the window (len > T
+ * whenever the cache is full), the last row copied to the host. */
+static strix_status generator_slide(strix_gpt_generator *gen) {
+    STRIX_TRY(strix_gpt_forward(gen->g, gen->win + gen->len - gen->T, NULL, 1, gen->T, NULL));
+    const float *last = strix_gpt_logits(gen->g) + (size_t)(gen->T - 1) * (size_t)gen->V;
+    return strix_copy(strix_gpt_params(gen->g)->be, gen->logits, last,
+                      (size_t)gen->V * sizeof(float), STRIX_COPY_D2H);
 }
 
 /* Empties the cache and feeds the last `keep` tokens of the window. */
@@ -248,10 +267,12 @@ strix_status strix_gpt_generator_next(strix_gpt_generator *gen, const strix_samp
         return strix_error(STRIX_ERR_ARG, "generator: call strix_gpt_generator_prime first");
     if (gen->pending) {
         strix_status s;
-        if (strix_gpt_decode_pos(gen->g) >= gen->T) /* cache full: refill with the last T/2 */
-            s = generator_feed(gen, gen->T / 2 > 0 ? gen->T / 2 : 1);
-        else
+        if (strix_gpt_decode_pos(gen->g) < gen->T)
             s = strix_gpt_decode_step(gen->g, gen->win[gen->len - 1], gen->logits);
+        else if (gen->window == STRIX_GPT_WINDOW_REPRIME) /* refill with the last T/2 */
+            s = generator_feed(gen, gen->T / 2 > 0 ? gen->T / 2 : 1);
+        else /* the cache stays full (pos T): every later token slides too */
+            s = generator_slide(gen);
         if (s != STRIX_OK) {
             gen->primed = false;
             return s;
