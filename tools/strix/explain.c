@@ -17,10 +17,13 @@
  *
  * Deletion check (--deletion K, after Samek et al. 2017's "pixel flipping" and examples/digits
  * --deletion): the K characters of largest relevance (most in favour of the explained output;
- * ties: the lower position) are replaced, every byte by a space (so the positions of the others
- * stay), and the explained output recomputed; the same for K random characters, drawn without
- * repetition from the explained characters by a strix_rng seeded with --seed, averaged over 10
- * draws. Both drops (output before − after) are printed and written to the JSON file.
+ * ties: the lower position) are removed from the prompt (the rest closes up, as ERASER's
+ * comprehensiveness removes tokens; a replacement byte such as a space would leave a relevant
+ * space in place) and the explained output of the shorter prompt recomputed, exactly what
+ * `strix explain --prompt` of that prompt with --target would report; the same for K random
+ * characters, drawn without repetition from the explained characters by a strix_rng seeded with
+ * --seed, averaged over 10 draws. Both drops (output before − after) are printed and written to
+ * the JSON file. K must leave at least one explained character.
  *
  * Rules (--rule): attnlrp = epsilon on every Linear, LayerNorm with its std held constant (LXT's
  * configuration, Achtibat et al. 2024); epsilon = the same with LayerNorm passing relevance
@@ -131,8 +134,8 @@ static void print_explain_help(const arg_spec *specs, int n) {
            "A prompt longer than the model's block is cropped to its last block characters\n"
            "(the model's context); positions count bytes from the start of the whole prompt.\n"
            "The bytes of one UTF-8 character are shown as that character, their relevance\n"
-           "summed. --deletion replaces every byte of a deleted character by a space and\n"
-           "averages %d random draws.\n", DELETION_DRAWS);
+           "summed. --deletion removes the characters from the prompt (the rest closes up)\n"
+           "and averages %d random draws.\n", DELETION_DRAWS);
 }
 
 /* Reads a character flag: one byte, or the escapes \n \t \r \\ \xNN. Returns 0, or 2 after
@@ -312,27 +315,35 @@ static void warn_conservation(const strix_gpt_explanation *ex, bool ig) {
     }
 }
 
-/* The deletion check of --deletion (render_deletion): ids (n, the whole prompt) are changed in
- * place and restored; re's characters and relevance give the order. Returns 0, 1 after a
- * library error or 2 after a usage error, the line printed. */
-static int deletion_check(strix_gpt *g, const strix_vocab *vocab, const explain_flags *f,
+/* ids (n, the whole prompt) without the characters i of re that have gone[i], into out;
+ * returns its length. */
+static int drop_chars(const int32_t *ids, int n, const render_explanation *re, const bool *gone,
+                      int32_t *out) {
+    int m = 0;
+    for (int b = 0; b < re->start[0]; b++) out[m++] = ids[b];
+    for (int i = 0; i < re->n; i++)
+        for (int b = re->start[i]; b < re->start[i + 1] && !gone[i]; b++) out[m++] = ids[b];
+    for (int b = re->start[re->n]; b < n; b++) out[m++] = ids[b];
+    return m;
+}
+
+/* The deletion check of --deletion (render_deletion) on ids (n, the whole prompt); re's
+ * characters and relevance give the order. Returns 0, 1 after a library error or 2 after a
+ * usage error, the line printed. */
+static int deletion_check(strix_gpt *g, const explain_flags *f,
                           int32_t *ids, int n, const render_explanation *re,
                           const strix_gpt_explain_config *cfg, render_deletion *d, int *positions) {
     int K = f->deletion, N = re->n;
-    if (K > N) {
-        fprintf(stderr, "strix explain: --deletion %d exceeds the %d characters explained\n", K,
-                N);
-        return 2;
-    }
-    int32_t space = vocab->id_of[' '];
-    if (space < 0) {
-        fprintf(stderr, "strix explain: --deletion replaces characters by spaces, and ' ' is not "
-                        "in the model's vocabulary\n");
+    if (K >= N) {
+        fprintf(stderr, "strix explain: --deletion %d must be below the %d characters explained "
+                        "(one must stay)\n", K, N);
         return 2;
     }
     int *order = malloc(sizeof(int) * (size_t)N);
     int32_t *work = malloc(sizeof(int32_t) * (size_t)n);
-    if (!order || !work) {
+    bool *gone = malloc(sizeof(bool) * (size_t)N);
+    if (!order || !work || !gone) {
+        free(gone);
         free(order);
         free(work);
         return tool_fail(strix_error(STRIX_ERR_ALLOC, "out of memory"));
@@ -350,30 +361,31 @@ static int deletion_check(strix_gpt *g, const strix_vocab *vocab, const explain_
         order[best] = t;
     }
     strix_status s = strix_gpt_explain_output(g, ids, n, cfg, &d->before);
-    memcpy(work, ids, sizeof(int32_t) * (size_t)n);
+    memset(gone, 0, sizeof(bool) * (size_t)N);
     for (int k = 0; k < K; k++) {
-        int c = order[k];
-        positions[k] = re->start[c];
-        for (int b = re->start[c]; b < re->start[c + 1]; b++) work[b] = space;
+        positions[k] = re->start[order[k]];
+        gone[order[k]] = true;
     }
-    if (s == STRIX_OK) s = strix_gpt_explain_output(g, work, n, cfg, &d->after_top);
+    int m = drop_chars(ids, n, re, gone, work);
+    if (s == STRIX_OK) s = strix_gpt_explain_output(g, work, m, cfg, &d->after_top);
     strix_rng rng;
     strix_rng_seed(&rng, f->seed);
     double sum = 0.0;
     for (int r = 0; r < DELETION_DRAWS && s == STRIX_OK; r++) {
         for (int i = 0; i < N; i++) order[i] = i;
-        memcpy(work, ids, sizeof(int32_t) * (size_t)n);
+        memset(gone, 0, sizeof(bool) * (size_t)N);
         for (int k = 0; k < K; k++) { // partial Fisher-Yates: order[0..K) is the draw
             int j = k + (int)strix_rng_below(&rng, (uint64_t)(N - k));
             int t = order[k];
             order[k] = order[j];
             order[j] = t;
-            for (int b = re->start[order[k]]; b < re->start[order[k] + 1]; b++) work[b] = space;
+            gone[order[k]] = true;
         }
         double v = 0.0;
-        s = strix_gpt_explain_output(g, work, n, cfg, &v);
+        s = strix_gpt_explain_output(g, work, drop_chars(ids, n, re, gone, work), cfg, &v);
         sum += v;
     }
+    free(gone);
     free(order);
     free(work);
     if (s != STRIX_OK) return tool_fail(s);
@@ -434,7 +446,7 @@ static int explain(strix_gpt *g, const strix_vocab *vocab, const explain_flags *
     int rc = 0;
     if (f->deletion > 0) {
         cfg.target = ex.target; // the explained output of the prompt, whatever the deletion
-        rc = del_pos ? deletion_check(g, vocab, f, ids, (int)n, &re, &cfg, &del, del_pos)
+        rc = del_pos ? deletion_check(g, f, ids, (int)n, &re, &cfg, &del, del_pos)
                      : tool_fail(strix_error(STRIX_ERR_ALLOC, "out of memory"));
         if (rc == 0) re.deletion = &del;
     }
@@ -482,7 +494,7 @@ static int explain(strix_gpt *g, const strix_vocab *vocab, const explain_flags *
     render_sums(&re, sums, sizeof sums);
     printf("\n%s\n", sums);
     if (re.deletion) {
-        printf("deletion of the %d most relevant character%s (replaced by spaces): output %.6f "
+        printf("deletion of the %d most relevant character%s (removed): output %.6f "
                "-> %.6f (drop %.6f)\n", del.k, del.k == 1 ? "" : "s", del.before, del.after_top,
                del.before - del.after_top);
         printf("deletion of %d random character%s (mean of %d draws, seed %llu): output %.6f "

@@ -573,7 +573,6 @@ char *render_json(const render_explanation *e) {
             }
         }
         ok = ps && cJSON_AddNumberToObject(del, "k", dl->k) &&
-             cJSON_AddStringToObject(del, "replacement", " ") &&
              cJSON_AddNumberToObject(del, "output_before", dl->before) &&
              cJSON_AddNumberToObject(del, "output_after", dl->after_top) &&
              cJSON_AddNumberToObject(del, "drop", dl->before - dl->after_top) &&

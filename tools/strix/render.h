@@ -22,7 +22,7 @@
 #include <stdio.h>
 
 /* A deletion check (strix explain --deletion K): the K most relevant characters, and K random
- * ones, replaced by spaces, and the explained output recomputed. */
+ * ones, removed from the prompt, and the explained output recomputed. */
 typedef struct render_deletion {
     int k;                      /* characters deleted */
     const int *positions;       /* (k): byte positions of the most relevant characters, most
