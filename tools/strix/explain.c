@@ -76,7 +76,8 @@ static void explain_specs(explain_flags *f, arg_spec *s) {
         FLAG("method", ARG_STRING, &f->method, 0, 0, 0, "NAME",
              "lrp, gradient-x-input, integrated-gradients or saliency (default lrp)"),
         FLAG("ig-steps", ARG_INT, &f->ig_steps, 1, 100000, 0, "N",
-             "points of --method integrated-gradients (default 50, as Captum)"),
+             "Gauss-Legendre points of integrated-gradients, from zero token embeddings "
+             "(default 50, as Captum)"),
         FLAG("target", ARG_STRING, &f->target, 0, 0, 0, "C",
              "explain C's logit; one byte or \\n \\t \\r \\\\ \\xNN (default: the predicted)"),
         FLAG("contrast", ARG_STRING, &f->contrast, 0, 0, 0, "C",
@@ -89,7 +90,7 @@ static void explain_specs(explain_flags *f, arg_spec *s) {
         FLAG("alpha", ARG_FLOAT, &f->alpha, 1, 1e6, 0, "A",
              "alpha of --rule alpha-beta; beta = alpha - 1 (default 2)"),
         FLAG("one-hot", ARG_SWITCH, &f->one_hot, 0, 0, 0, NULL,
-             "seed 1 at the target instead of its logit, as Zennit/LXT (default off)"),
+             "LRP: seed 1 at the target instead of its logit, as Zennit/LXT (default off)"),
         FLAG("top", ARG_INT, &f->top, 0, 1 << 20, 0, "N",
              "list the N most relevant positions (default 10)"),
         FLAG("svg", ARG_STRING, &f->svg, 0, 0, 0, "FILE", "write an SVG picture (default none)"),
