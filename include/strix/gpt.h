@@ -86,17 +86,37 @@ STRIX_API strix_status strix_gpt_decode_step(strix_gpt *g, int32_t token, float 
 /* Positions currently in the cache. */
 STRIX_API int strix_gpt_decode_pos(const strix_gpt *g);
 
-// ---- explanations (AttnLRP) --------------------------------------------------------------------
+// ---- explanations (AttnLRP and gradient methods) -----------------------------------------------
+
+/* How strix_gpt_explain attributes the prediction to the input positions.
+ *   LRP                   AttnLRP (the default; cfg->rule picks the rules)
+ *   GRADIENT_X_INPUT      e ⊙ ∂f/∂e (Captum InputXGradient)
+ *   INTEGRATED_GRADIENTS  (Σ_k w_k·∂f/∂e at alpha_k·e) ⊙ e, Gauss-Legendre points (Captum
+ *                         IntegratedGradients' default method) over ig_steps, baseline e' = 0
+ *   SALIENCY              |∂f/∂e| (Captum Saliency, abs=True)
+ * where e (T,C) are the token embeddings wte[id] of the explained positions (the position
+ * embeddings are held fixed, as Captum's layer attributions on transformer.wte do), f is the
+ * explained output (the target logit, minus the contrast's logit), and each position's value is
+ * the sum over d_model of its row (for saliency: the L1 norm of the gradient row). */
+typedef enum strix_gpt_explain_method {
+    STRIX_GPT_EXPLAIN_LRP,
+    STRIX_GPT_EXPLAIN_GRADIENT_X_INPUT,
+    STRIX_GPT_EXPLAIN_INTEGRATED_GRADIENTS,
+    STRIX_GPT_EXPLAIN_SALIENCY
+} strix_gpt_explain_method;
 
 /* What strix_gpt_explain explains and with which rules. */
 typedef struct strix_gpt_explain_config {
+    strix_gpt_explain_method method; /* default LRP */
+    int ig_steps;         /* INTEGRATED_GRADIENTS: points of the integral, >= 1 (default 50, as
+                           * Captum's n_steps) */
     strix_lrp_rule rule;  /* rule.kind is the rule of every Linear (c_attn, c_proj, c_fc, mlp's
                            * c_proj, lm_head); rule.epsilon also stabilises the residual splits,
                            * the bilinear and RoPE rules; layer_norm_detach_std picks LayerNorm's
                            * rule. Default: LXT's AttnLRP config, epsilon 1e-6 with the bias in
                            * the denominator and the std of LayerNorm held constant */
-    bool one_hot_seed;    /* false (default): the relevance at the output is the target logit;
-                           * true: 1 (the Zennit/LXT convention) */
+    bool one_hot_seed;    /* LRP only. false (default): the relevance at the output is the
+                           * target logit; true: 1 (the Zennit/LXT convention) */
     int32_t target;       /* token whose next-token logit is explained; -1: the predicted one */
     int32_t contrast;     /* -1: none; else explain logit[target] − logit[contrast] (seeded with
                            * minus its logit, or −1 with one_hot_seed) */
@@ -113,19 +133,28 @@ typedef struct strix_gpt_explanation {
                                  * x0 = wte[id] + wpe[pos], summed over d_model */
     float *relevance_position;  /* (T): the share of the learned position embedding wpe[pos]
                                  * (summed over d_model); NULL with RoPE */
-    double relevance_out_sum;   /* Σ relevance seeded at the output */
+    double relevance_out_sum;   /* LRP: Σ relevance seeded at the output; gradient methods: the
+                                 * explained output f(x) */
     double relevance_in_sum;    /* Σ relevance reaching the embeddings, tokens and positions
                                  * (conservation check) */
-    double softmax_gap;         /* relevance the softmax rule did not conserve, summed over
-                                 * layers and heads: with the bias out of the denominator and a
-                                 * tiny epsilon, in_sum ≈ out_sum − softmax_gap */
+    double softmax_gap;         /* LRP: relevance the softmax rule did not conserve, summed
+                                 * over layers and heads: with the bias out of the denominator and
+                                 * a tiny epsilon, in_sum ≈ out_sum − softmax_gap; NaN for the
+                                 * gradient methods */
+    double baseline_output;     /* INTEGRATED_GRADIENTS: f at the baseline (zero token
+                                 * embeddings); NaN for the other methods */
+    double conserved_sum;       /* what relevance_in_sum equals when the method conserves: LRP
+                                 * relevance_out_sum, INTEGRATED_GRADIENTS f(x) − f(baseline)
+                                 * (completeness, approached as ig_steps grows); NaN for
+                                 * GRADIENT_X_INPUT and SALIENCY, which promise no such sum */
 } strix_gpt_explanation;
 
 /* Defaults of the config above. */
 STRIX_API strix_gpt_explain_config strix_gpt_explain_defaults(void);
 
-/* AttnLRP (Achtibat et al. 2024) of the next-token prediction after ids[0..n) (host int32; the
- * last block_size ids are used): an eval forward, then relevance from the last position's target
+/* Explains the next-token prediction after ids[0..n) (host int32; the last block_size ids are
+ * used) with cfg->method. LRP: AttnLRP (Achtibat et al. 2024): an eval forward, then relevance
+ * from the last position's target
  * logit back through lm_head, ln_f and the blocks (each: epsilon split of both residual sums,
  * MLP with the activation passing relevance through, attention with the softmax rule, the
  * bilinear rule for q·kᵀ and P·v, the RoPE rule, LayerNorm per cfg->rule) to x0 = wte[id] +
@@ -135,12 +164,27 @@ STRIX_API strix_gpt_explain_config strix_gpt_explain_defaults(void);
  * ids, a target or contrast outside [0, V) (other than -1), contrast == target, or a malformed
  * rule; STRIX_ERR_UNSUPPORTED for a rule kind a module does not implement (checked before
  * anything runs); STRIX_ERR_NUMERIC for a non-finite next-token logit; STRIX_ERR_ALLOC. On error
- * *out is zeroed. */
+ * *out is zeroed.
+ * The gradient methods (see strix_gpt_explain_method) run the library's explainers
+ * (strix/attribution.h) on the model from the token embeddings to the last position's logits,
+ * with every parameter frozen for the call (Linear layers then skip their parameter gradients;
+ * LayerNorm's still accumulate, so zero the grads before training on); relevance_position is
+ * NULL. STRIX_ERR_ARG also for an unknown method or ig_steps < 1. */
 STRIX_API strix_status strix_gpt_explain(strix_gpt *g, const int32_t *ids, int n,
                                          const strix_gpt_explain_config *cfg,
                                          strix_gpt_explanation *out);
 /* Frees the arrays of e and zeroes the struct. NULL is a no-op. */
 STRIX_API void strix_gpt_explanation_free(strix_gpt_explanation *e);
+
+/* The explained output f of cfg (NULL: the defaults) for the prompt ids[0..n) (host int32; the
+ * last block_size ids are used), into *value: logit[target] − logit[contrast] (no contrast: the
+ * target's logit; target -1: the predicted token's) of the next-token logits, from one eval
+ * forward (overwrites the model's activations). What a deletion check recomputes after changing
+ * the prompt. Statuses as strix_gpt_explain's argument checks; STRIX_ERR_NUMERIC for a
+ * non-finite logit. */
+STRIX_API strix_status strix_gpt_explain_output(strix_gpt *g, const int32_t *ids, int n,
+                                                const strix_gpt_explain_config *cfg,
+                                                double *value);
 
 #ifdef __cplusplus
 }

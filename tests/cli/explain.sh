@@ -2,8 +2,11 @@
 # explain.sh - `strix explain`: the text output (plain without a terminal or with NO_COLOR,
 # 24-bit colour on a terminal or with --color always), the SVG / HTML / JSON files (well-formed,
 # escaped, consistent with the text output, written atomically, reproducible on 1 or 2 threads),
-# every rule, targets and contrasts, prompts longer than the block, bytes that do not print, and
-# one clear error line for every kind of bad input.
+# every rule and method, targets and contrasts, prompts from a file or standard input, prompts
+# longer than the block, UTF-8 characters merged, bytes that do not print, the conservation
+# warning (given exactly when the sums are off by > 25 % or of opposite signs), the deletion
+# check (its values equal a recomputation, and the most relevant characters matter more than
+# random ones), --force, and one clear error line for every kind of bad input.
 source "$(dirname "$0")/lib.bash"
 PY=/usr/bin/python3
 
@@ -13,9 +16,28 @@ before=$(sha256sum <m.st)
 E=("$STRIX" explain --model m.st)
 PROMPT="ROMEO: It's"
 
+# warned NAME OUT ERR [IG]: stderr holds the conservation warning exactly when the sums of the
+# text output OUT say so (LRP: input vs output; IG: input vs output - baseline), and nothing else.
+warned() {
+    $PY - "$2" "$3" <<'PY' && ok "$1: conservation warning iff off by > 25 % or opposite sign" \
+        || fail "$1: conservation warning: $(cat "$3")"
+import re, sys
+text, err = open(sys.argv[1]).read(), open(sys.argv[2]).read()
+m = re.search(r"relevance sums: output (\S+), input ([-0-9.]+)", text)
+out, inp = float(m.group(1)), float(m.group(2))
+b = re.search(r"baseline output (\S+):", text)
+want = out - float(b.group(1)) if b else out
+off = want * inp < 0 or abs(inp - want) > 0.25 * abs(want)
+lines = err.splitlines()
+assert len(lines) == (1 if off else 0), (off, want, inp, lines)
+assert not off or lines[0].startswith("strix: warning: the input relevance sum "), lines
+print("  output", want, "input", inp, "warned" if off else "no warning")
+PY
+}
+
 # ---- plain text (stdout is a file here, so no colour)
 "${E[@]}" --prompt "$PROMPT" >plain.txt 2>plain.err || fail "explain exit status $?"
-[ ! -s plain.err ] && ok "nothing on stderr" || fail "stderr: $(cat plain.err)"
+warned "default explanation" plain.txt plain.err
 grep -q $'\x1b' plain.txt && fail "escape codes in non-tty output" || ok "no colour without a tty"
 grep -qE "^next character: '.+' \(p = 0\.[0-9]{4}\)$" plain.txt && ok "predicted character line" \
     || fail "no 'next character' line"
@@ -132,6 +154,115 @@ cmp -s r_attnlrp.json r_epsilon.json && fail "attnlrp and epsilon agree (LayerNo
     && $PY -c "import json; assert abs(json.load(open('oh.json'))['relevance_out_sum']-1)<1e-6" \
     && ok "--one-hot seeds 1" || fail "--one-hot"
 
+# ---- conservation warning: --contrast and rules, each checked against its own sums
+"${E[@]}" --prompt "$PROMPT" --target e --contrast a >w1.txt 2>w1.err || fail "contrast run"
+warned "--contrast" w1.txt w1.err
+"${E[@]}" --prompt "$PROMPT" --rule epsilon --eps 0.5 >w2.txt 2>w2.err || fail "epsilon run"
+warned "--rule epsilon --eps 0.5" w2.txt w2.err
+"${E[@]}" --prompt "$PROMPT" --method integrated-gradients --ig-steps 100 >w3.txt 2>w3.err \
+    || fail "IG run"
+warned "integrated-gradients" w3.txt w3.err
+"${E[@]}" --prompt "$PROMPT" --method saliency >w4.txt 2>w4.err && [ ! -s w4.err ] \
+    && ok "saliency: no conservation warning (no sum is promised)" \
+    || fail "saliency: $(cat w4.err)"
+
+# ---- --method: every method; values as the JSON says; gradient methods differ from LRP
+for m in lrp gradient-x-input integrated-gradients saliency; do
+    "${E[@]}" --prompt "$PROMPT" --method $m --json m_$m.json >m.txt 2>m.err \
+        && grep -q "; \(method $m\|rule attnlrp\)" m.txt && ok "--method $m" \
+        || fail "--method $m: $(cat m.err)"
+done
+$PY - <<'PY' && ok "methods: JSON method fields, saliency >= 0, IG completeness" \
+    || fail "methods JSON"
+import json
+d = {m: json.load(open(f"m_{m}.json")) for m in
+     ["lrp", "gradient-x-input", "integrated-gradients", "saliency"]}
+assert d["lrp"]["method"] == "lrp" and d["lrp"]["rule"] == "attnlrp"
+for m in ["gradient-x-input", "integrated-gradients", "saliency"]:
+    assert d[m]["method"] == m and d[m]["rule"] is None, d[m]
+    assert "position_relevance" not in d[m]["positions"][0]  # token embeddings only
+    # the explained output is the same logit whatever the method
+    assert abs(d[m]["relevance_out_sum"] - d["lrp"]["relevance_out_sum"]) < 1e-5
+    s = sum(p["relevance"] for p in d[m]["positions"])
+    assert abs(s - d[m]["relevance_in_sum"]) < 1e-5 * max(1, abs(s))
+    r = [p["relevance"] for p in d[m]["positions"]]
+    assert r != [p["relevance"] for p in d["lrp"]["positions"]]
+assert all(p["relevance"] >= 0 for p in d["saliency"]["positions"])
+ig = d["integrated-gradients"]
+assert ig["ig_steps"] == 50 and "conserved_sum" in ig and "baseline_output" in ig
+assert abs(ig["conserved_sum"] - (ig["relevance_out_sum"] - ig["baseline_output"])) < 1e-6
+gap = abs(ig["relevance_in_sum"] - ig["conserved_sum"])
+assert gap <= 0.02 * abs(ig["conserved_sum"]) + 1e-4, ig
+assert "conserved_sum" not in d["gradient-x-input"] and "conserved_sum" not in d["saliency"]
+PY
+"${E[@]}" --prompt "$PROMPT" --method integrated-gradients --ig-steps 3 --json ig3.json \
+    >/dev/null 2>&1 && $PY -c "import json; assert json.load(open('ig3.json'))['ig_steps'] == 3" \
+    && ok "--ig-steps 3" || fail "--ig-steps 3"
+
+# ---- --prompt-file FILE and - (standard input): the same bytes, the same explanation
+printf '%s' "$PROMPT" >prompt.txt
+"${E[@]}" --prompt "$PROMPT" --json pf0.json >/dev/null 2>&1
+"${E[@]}" --prompt-file prompt.txt --json pf1.json >/dev/null 2>&1 || fail "--prompt-file"
+"${E[@]}" --prompt-file - --json pf2.json <prompt.txt >/dev/null 2>&1 || fail "--prompt-file -"
+same_file "--prompt-file FILE explains as --prompt" pf0.json pf1.json
+same_file "--prompt-file - (stdin) explains as --prompt" pf0.json pf2.json
+printf 'ROMEO:\n' | "${E[@]}" --prompt-file - --json pf3.json >/dev/null 2>&1 \
+    && $PY -c "import json; assert json.load(open('pf3.json'))['prompt'] == 'ROMEO:\n'" \
+    && ok "a prompt file's bytes are kept as they are (trailing newline)" || fail "pf3"
+
+# ---- --deletion K: the reported outputs equal a recomputation of the shortened prompts, and
+# on a trained model deleting the most relevant characters lowers the logit more than random
+"$STRIX" train --data "$SHAKESPEARE" "${TINY[@]}" --steps 150 --eval-every 150 --eval-batches 2 \
+    --out d.st >/dev/null 2>&1 || fail "training the deletion model"
+n=0
+for p in "ROMEO: It's" "First Citizen:" "KING HENRY: My" "And then the "; do
+    n=$((n + 1))
+    "$STRIX" explain --model d.st --prompt "$p" --deletion 3 --json del$n.json >del$n.txt \
+        2>/dev/null || fail "--deletion 3 on '$p'"
+done
+NUM="-?[0-9.]+"
+grep -qE "^deletion of the 3 most relevant characters \(removed\): output $NUM -> $NUM \(drop $NUM\)$" \
+    del1.txt && grep -qE "^deletion of 3 random characters \(mean of 10 draws, seed 0\): " del1.txt \
+    && ok "--deletion: both drops reported" || fail "--deletion lines: $(cat del1.txt)"
+$PY - "$STRIX" <<'PY' && ok "--deletion: values equal the recomputed logits" \
+    || fail "--deletion recomputation"
+import json, subprocess, sys
+strix = sys.argv[1]
+for n in range(1, 5):
+    d = json.load(open(f"del{n}.json"))
+    dl, prompt = d["deletion"], d["prompt"].encode()
+    assert dl["k"] == 3 and len(dl["positions"]) == 3 and dl["random_draws"] == 10
+    assert abs(dl["output_before"] - d["target_logit"]) < 1e-5, dl
+    # the 3 largest relevances, removed from the prompt
+    pos = sorted(d["positions"], key=lambda p: (-p["relevance"], p["position"]))[:3]
+    assert [p["position"] for p in pos] == dl["positions"], (pos, dl)
+    gone = {p["position"]: len(p["bytes"]) for p in pos}
+    out, i = b"", 0
+    while i < len(prompt):
+        if i in gone: i += gone[i]
+        else: out += prompt[i:i + 1]; i += 1
+    open("deleted.txt", "wb").write(out)
+    subprocess.run([strix, "explain", "--model", "d.st", "--prompt-file", "deleted.txt",
+                    "--target", d["target"], "--json", "re.json"], check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    after = json.load(open("re.json"))["target_logit"]
+    assert abs(after - dl["output_after"]) < 1e-5 * max(1, abs(after)), (after, dl)
+    assert abs(dl["drop"] - (dl["output_before"] - dl["output_after"])) < 1e-9
+PY
+$PY - <<'PY' && ok "--deletion: the most relevant characters lower the logit more than random" \
+    || fail "--deletion: relevance-ordered deletion not better than random"
+import json
+top = [json.load(open(f"del{n}.json"))["deletion"]["drop"] for n in range(1, 5)]
+rnd = [json.load(open(f"del{n}.json"))["deletion"]["random_drop"] for n in range(1, 5)]
+print("  mean drop: most relevant", sum(top) / 4, "random", sum(rnd) / 4)
+assert sum(top) > sum(rnd), (top, rnd)
+PY
+"$STRIX" explain --model d.st --prompt "ROMEO" --deletion 2 --seed 5 --json s5.json >/dev/null \
+    2>&1 && "$STRIX" explain --model d.st --prompt "ROMEO" --deletion 2 --seed 5 --json s5b.json \
+    >/dev/null 2>&1 && same_file "--deletion --seed: reproducible" s5.json s5b.json
+expect_error "--deletion as large as the prompt" "--deletion 5 must be below the 5 characters" \
+    "$STRIX" explain --model d.st --prompt "ROMEO" --deletion 5
+
 # ---- a prompt longer than the block (16) is cropped; newlines and quotes in the pictures
 LONG=$'First Citizen:\nBefore we proceed any further, hear me & \'speak\'.'
 "${E[@]}" --prompt "$LONG" --svg l.svg --html l.html --json l.json >long.txt || fail "long prompt"
@@ -152,30 +283,49 @@ $PY -c "import xml.etree.ElementTree as E; E.parse('n.svg'); E.parse('l.svg')" \
 grep -q '⏎</span>' n.html && grep -q '&amp;' n.html && ok "HTML: newline glyph, escaped &" \
     || fail "HTML escaping"
 
-# ---- bytes >= 0x80 (UTF-8 explained byte by byte) and a tab
+# ---- bytes >= 0x80: a UTF-8 character is one cell (its bytes' relevance summed), shown as itself;
+# a byte that is not valid UTF-8 stays \xNN
 for i in $(seq 200); do printf 'Le caf\xc3\xa9 est tr\xc3\xa8s bon.\tNa\xc3\xafve <b>&"q"</b>\n'; done >u8.txt
 "$STRIX" train --data u8.txt "${TINY[@]}" --steps 20 --eval-every 20 --eval-batches 2 \
     --out u8.st >/dev/null 2>&1 || fail "training on UTF-8"
 U=$'caf\xc3\xa9\t<b>'
 "$STRIX" explain --model u8.st --prompt "$U" --svg u.svg --html u.html --json u.json >u.txt \
     || fail "explain a UTF-8 prompt"
-grep -qE "^ +3  '\\\\xc3' " u.txt && grep -qE "^ +5  '\\\\t' " u.txt \
-    && ok "plain table: \\xc3 and \\t escapes" || fail "table escapes: $(cat u.txt)"
-$PY - <<'PY' && ok "UTF-8 prompt: JSON, SVG and HTML valid" || fail "UTF-8 prompt files"
+grep -qE "^ +3  'é'  " u.txt && grep -qE "^ +5  '\\\\t' " u.txt && ! grep -q 'xc3' u.txt \
+    && [ "$(grep -cE "^ +[0-9]+  '" u.txt)" -eq $((8 + 8)) ] \
+    && ok "plain table: é as one row at its first byte, \\t escaped" || fail "table: $(cat u.txt)"
+$PY - <<'PY' && ok "UTF-8 prompt: one cell per character in JSON, SVG and HTML" \
+    || fail "UTF-8 prompt files"
 import json, xml.etree.ElementTree as ET
 d = json.load(open("u.json", encoding="utf-8"))
 assert d["prompt"] == "café\t<b>", d["prompt"]
-assert [p["char"] for p in d["positions"]][3:6] == ["\\xc3", "\\xa9", "\t"]
+pos = d["positions"]
+assert [p["char"] for p in pos] == list("café\t<b>"), [p["char"] for p in pos]
+assert [p["position"] for p in pos] == [0, 1, 2, 3, 5, 6, 7, 8]
+assert pos[3]["bytes"] == [0xc3, 0xa9] and pos[3]["byte"] == 0xc3 and pos[4]["bytes"] == [9]
+# the merged cells keep every byte's relevance: characters + positions = the library's input sum
+s = sum(p["relevance"] for p in pos) + sum(p["position_relevance"] for p in pos)
+assert abs(s - d["relevance_in_sum"]) <= 1e-4 * max(1.0, abs(s)), (s, d["relevance_in_sum"])
 ET.parse("u.svg")
 svg = open("u.svg", encoding="utf-8").read()
-assert "\\xc3" in svg and "&lt;" in svg and "\u21e5" in svg
+assert "'é'" in svg and "\\xc3" not in svg and "&lt;" in svg and "\u21e5" in svg
+assert svg.count("<title>position") == 8
 html = open("u.html", encoding="utf-8").read()
-assert "\\xc3</span>" in html and "&lt;</span>" in html and "&gt;</span>" in html
+assert "é</span>" in html and "\\xc3" not in html and "&lt;</span>" in html
 PY
+# a lone continuation byte (the prompt starts inside a character) stays an escape
+"$STRIX" explain --model u8.st --prompt $'\xa9caf\xc3\xa9' --json v.json >v.txt \
+    || fail "explain a prompt with invalid UTF-8"
+grep -qE "^ +0  '\\\\xa9' " v.txt && grep -qE "^ +4  'é' " v.txt \
+    && $PY -c "import json; d=json.load(open('v.json')); \
+        assert [p['char'] for p in d['positions']] == ['\\\\xa9','c','a','f','é'], d['positions']" \
+    && ok "invalid UTF-8 byte as \\xa9, the valid character after it merged" \
+    || fail "invalid UTF-8: $(cat v.txt)"
+
 
 # ---- bad input: one line, non-zero exit, no crash, nothing written
 expect_error "no --model" "--model CKPT is required" "$STRIX" explain --prompt "$PROMPT"
-expect_error "no --prompt" "--prompt TEXT is required" "${E[@]}"
+expect_error "no --prompt" "--prompt TEXT (or --prompt-file FILE) is required" "${E[@]}"
 expect_error "empty prompt" "must not be empty" "${E[@]}" --prompt ""
 expect_error "missing checkpoint" "cannot open 'none.st'" \
     "$STRIX" explain --model none.st --prompt "$PROMPT"
@@ -201,9 +351,37 @@ expect_error "bad --color" "--color takes auto, always or never" \
     "${E[@]}" --prompt "$PROMPT" --color sometimes
 expect_error "--alpha below 1" "--alpha must be >= 1" "${E[@]}" --prompt "$PROMPT" --alpha 0.5
 printf 'my notes\n' > notes.txt
-expect_error "--html over a file strix did not write" "was not written by strix explain" \
+expect_error "--html over a file strix did not write" \
+    "was not written by strix explain; --force replaces it" \
     "${E[@]}" --prompt "$PROMPT" --html notes.txt
 [ "$(cat notes.txt)" = "my notes" ] && ok "that file is untouched" || fail "notes.txt was changed"
+cp notes.txt notes.json
+"${E[@]}" --prompt "$PROMPT" --json notes.json --force >/dev/null 2>&1 \
+    && $PY -c "import json; assert json.load(open('notes.json'))['prompt'] == \"ROMEO: It's\"" \
+    && ok "--force replaces a file strix explain did not write" || fail "--force"
+expect_error "--force never writes over the checkpoint" "is the checkpoint" \
+    "${E[@]}" --prompt "$PROMPT" --svg m.st --force
+expect_error "--json over the prompt file" "is the prompt file" \
+    "${E[@]}" --prompt-file notes.txt --json notes.txt --force
+[ "$(cat notes.txt)" = "my notes" ] && ok "the prompt file is untouched" || fail "notes.txt changed"
+expect_error "--prompt and --prompt-file" "give one of --prompt and --prompt-file, not both" \
+    "${E[@]}" --prompt "$PROMPT" --prompt-file prompt.txt
+: >empty.txt
+expect_error "empty --prompt-file" "--prompt-file empty.txt is empty" \
+    "${E[@]}" --prompt-file empty.txt
+expect_error "empty standard input" "--prompt-file standard input is empty" \
+    "${E[@]}" --prompt-file - </dev/null
+expect_error "missing --prompt-file" "cannot read --prompt-file nothere.txt: No such file" \
+    "${E[@]}" --prompt-file nothere.txt
+expect_error "--prompt-file is a directory" "--prompt-file adir0 is a directory" \
+    bash -c 'mkdir -p adir0 && "$@"' _ "${E[@]}" --prompt-file adir0
+expect_error "unknown method" "unknown --method 'shap'" "${E[@]}" --prompt "$PROMPT" --method shap
+expect_error "--rule with a gradient method" "--rule is an option of --method lrp" \
+    "${E[@]}" --prompt "$PROMPT" --method saliency --rule epsilon
+expect_error "--ig-steps without integrated-gradients" "--ig-steps is an option of --method" \
+    "${E[@]}" --prompt "$PROMPT" --ig-steps 10
+expect_error "--ig-steps 0" "--ig-steps must be >= 1" \
+    "${E[@]}" --prompt "$PROMPT" --method integrated-gradients --ig-steps 0
 expect_error "--svg over the checkpoint" "is the checkpoint" "${E[@]}" --prompt "$PROMPT" --svg m.st
 ln -s m.st link.st
 expect_error "--json over the checkpoint through a link" "is the checkpoint" \
@@ -250,7 +428,8 @@ fi
 missing=$(grep -E '^  --' help.txt | grep -v -- '--help' | grep -vi 'default' || true)
 [ -z "$missing" ] && ok "explain --help: every flag has its default" \
     || fail "explain --help: flags without a default: $missing"
-for flag in model prompt target contrast rule svg html json top one-hot color; do
+for flag in model prompt prompt-file method ig-steps deletion seed force target contrast rule \
+    svg html json top one-hot color; do
     grep -q -- "--$flag" help.txt || fail "explain --help lacks --$flag"
 done
 "$STRIX" --help | grep -q "strix explain" && ok "strix --help lists explain" \

@@ -1,8 +1,29 @@
 /*
  * explain.c - `strix explain`: loads a checkpoint, explains the model's next-character prediction
- * after --prompt with LRP (strix_gpt_explain: AttnLRP by default), prints the predicted character
- * with its probability, the prompt coloured by relevance, the top contributors and the relevance
- * sums, and writes the requested SVG / HTML / JSON files atomically.
+ * after the prompt (--prompt TEXT, or --prompt-file FILE, `-` for standard input) with
+ * strix_gpt_explain (--method: AttnLRP by default, or gradient × input, integrated gradients,
+ * saliency), prints the predicted character with its probability, the prompt coloured by
+ * relevance per character (the bytes of one UTF-8 character merged), the top contributors, the
+ * relevance sums (a warning when a method that should conserve relevance is off by more than
+ * 25 % or has the opposite sign), optionally a deletion check (--deletion K), and writes the
+ * requested SVG / HTML / JSON files atomically.
+ *
+ * Methods (--method): lrp = AttnLRP with --rule; gradient-x-input, integrated-gradients (zero
+ * token embeddings as the baseline, --ig-steps Gauss-Legendre points, Captum's default method)
+ * and saliency (Σ over d_model of |gradient|) attribute to the token embeddings, the position
+ * embeddings held fixed (strix/gpt.h). The conservation warning is given for lrp (the seed should
+ * reach the input) and integrated-gradients (completeness: the input sum should be f(x) −
+ * f(baseline)); gradient × input and saliency promise no sum, so they get none.
+ *
+ * Deletion check (--deletion K, after Samek et al. 2017's "pixel flipping" and examples/digits
+ * --deletion): the K characters of largest relevance (most in favour of the explained output;
+ * ties: the lower position) are removed from the prompt (the rest closes up, as ERASER's
+ * comprehensiveness removes tokens; a replacement byte such as a space would leave a relevant
+ * space in place) and the explained output of the shorter prompt recomputed, exactly what
+ * `strix explain --prompt` of that prompt with --target would report; the same for K random
+ * characters, drawn without repetition from the explained characters by a strix_rng seeded with
+ * --seed, averaged over 10 draws. Both drops (output before − after) are printed and written to
+ * the JSON file. K must leave at least one explained character.
  *
  * Rules (--rule): attnlrp = epsilon on every Linear, LayerNorm with its std held constant (LXT's
  * configuration, Achtibat et al. 2024); epsilon = the same with LayerNorm passing relevance
@@ -15,6 +36,7 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,32 +53,44 @@
 
 typedef struct explain_flags {
     const char *model, *prompt, *target, *contrast, *rule, *svg, *html, *json, *color;
-    const char *backend, *device;
-    int top, threads, cols;
+    const char *backend, *device, *method, *prompt_file;
+    int top, threads, cols, ig_steps, deletion;
+    uint64_t seed;
     float eps, gamma, alpha;
-    bool one_hot;
+    bool one_hot, force;
+    char *prompt_buf;   /* the prompt read from --prompt-file (owned) */
+    size_t prompt_len;  /* bytes of the prompt */
 } explain_flags;
 
-#define NEXPLAIN_SPECS 18
+#define NEXPLAIN_SPECS 24
+#define DELETION_DRAWS 10       /* random deletions averaged by --deletion */
+#define PROMPT_FILE_MAX (64u << 20) /* a --prompt-file larger than this is refused */
 
 static void explain_specs(explain_flags *f, arg_spec *s) {
     const arg_spec table[NEXPLAIN_SPECS] = {
         TOOL_MODEL_FLAG(f),
         FLAG("prompt", ARG_STRING, &f->prompt, 0, 0, 0, "TEXT",
-             "text whose next character is explained (required, no default)"),
+             "text whose next character is explained (this or --prompt-file; no default)"),
+        FLAG("prompt-file", ARG_STRING, &f->prompt_file, 0, 0, 0, "FILE",
+             "read the prompt from FILE, every byte as is; - reads standard input (no default)"),
+        FLAG("method", ARG_STRING, &f->method, 0, 0, 0, "NAME",
+             "lrp, gradient-x-input, integrated-gradients or saliency (default lrp)"),
+        FLAG("ig-steps", ARG_INT, &f->ig_steps, 1, 100000, 0, "N",
+             "Gauss-Legendre points of integrated-gradients, from zero token embeddings "
+             "(default 50, as Captum)"),
         FLAG("target", ARG_STRING, &f->target, 0, 0, 0, "C",
              "explain C's logit; one byte or \\n \\t \\r \\\\ \\xNN (default: the predicted)"),
         FLAG("contrast", ARG_STRING, &f->contrast, 0, 0, 0, "C",
              "explain logit(target) - logit(C) (default none)"),
         FLAG("rule", ARG_STRING, &f->rule, 0, 0, 0, "NAME",
-             "attnlrp, epsilon, gamma or alpha-beta (default attnlrp)"),
+             "LRP rules: attnlrp, epsilon, gamma or alpha-beta (default attnlrp)"),
         FLAG("eps", ARG_FLOAT, &f->eps, 0, 1e6, true, "E",
              "the rules' stabiliser epsilon (default 1e-6)"),
         FLAG("gamma", ARG_FLOAT, &f->gamma, 0, 1e6, 0, "G", "gamma of --rule gamma (default 0.25)"),
         FLAG("alpha", ARG_FLOAT, &f->alpha, 1, 1e6, 0, "A",
              "alpha of --rule alpha-beta; beta = alpha - 1 (default 2)"),
         FLAG("one-hot", ARG_SWITCH, &f->one_hot, 0, 0, 0, NULL,
-             "seed 1 at the target instead of its logit, as Zennit/LXT (default off)"),
+             "LRP: seed 1 at the target instead of its logit, as Zennit/LXT (default off)"),
         FLAG("top", ARG_INT, &f->top, 0, 1 << 20, 0, "N",
              "list the N most relevant positions (default 10)"),
         FLAG("svg", ARG_STRING, &f->svg, 0, 0, 0, "FILE", "write an SVG picture (default none)"),
@@ -68,26 +102,41 @@ static void explain_specs(explain_flags *f, arg_spec *s) {
              "characters per line in the SVG (default 64)"),
         FLAG("color", ARG_STRING, &f->color, 0, 0, 0, "WHEN",
              "auto (colour a terminal unless NO_COLOR is set), always, never (default auto)"),
+        FLAG("deletion", ARG_INT, &f->deletion, 0, 1 << 20, 0, "K",
+             "delete the K most relevant and K random characters, report the drops (default 0: "
+             "none)"),
+        FLAG("seed", ARG_U64, &f->seed, 0, 0, 0, "S",
+             "seed of --deletion's random characters (default 0)"),
+        FLAG("force", ARG_SWITCH, &f->force, 0, 0, 0, NULL,
+             "replace --svg/--html/--json files that strix explain did not write (default off)"),
         TOOL_RUN_FLAGS(f),
     };
     memcpy(s, table, sizeof table);
 }
 
 static void print_explain_help(const arg_spec *specs, int n) {
-    printf("Usage: strix explain --model CKPT --prompt TEXT [--target C] [--contrast C]\n"
-           "                     [--rule attnlrp|epsilon|gamma|alpha-beta] [--svg FILE]\n"
-           "                     [--html FILE] [--json FILE] [--top N]\n"
+    printf("Usage: strix explain --model CKPT (--prompt TEXT | --prompt-file FILE|-)\n"
+           "                     [--method lrp|gradient-x-input|integrated-gradients|saliency]\n"
+           "                     [--rule attnlrp|epsilon|gamma|alpha-beta] [--target C]\n"
+           "                     [--contrast C] [--deletion K] [--svg FILE] [--html FILE]\n"
+           "                     [--json FILE] [--force] [--top N]\n"
            "\n"
            "Explains which characters of the prompt drove the model's prediction of the next\n"
-           "character, with layer-wise relevance propagation (AttnLRP, Achtibat et al. 2024).\n"
-           "Red: relevance for the explained character; blue: against it; the stronger the\n"
-           "colour, the larger |R|. Without a terminal, or with NO_COLOR set, the prompt is\n"
-           "printed as a table of positions and numbers instead.\n"
+           "character, with layer-wise relevance propagation (AttnLRP, Achtibat et al. 2024) or\n"
+           "a gradient method (on the token embeddings; each character's value is the sum over\n"
+           "the embedding; saliency sums |gradient|). Red: relevance for the explained\n"
+           "character; blue: against it; the stronger the colour, the larger |R|. Without a\n"
+           "terminal, or with NO_COLOR set, the prompt is printed as a table of positions and\n"
+           "numbers instead. A warning says when lrp or integrated-gradients relevance at the\n"
+           "input is off from what it should sum to by more than 25 %% or has the wrong sign.\n"
            "\n");
     args_print_help(stdout, specs, n);
     printf("\n"
            "A prompt longer than the model's block is cropped to its last block characters\n"
-           "(the model's context); positions count from the start of the whole prompt.\n");
+           "(the model's context); positions count bytes from the start of the whole prompt.\n"
+           "The bytes of one UTF-8 character are shown as that character, their relevance\n"
+           "summed. --deletion removes the characters from the prompt (the rest closes up)\n"
+           "and averages %d random draws.\n", DELETION_DRAWS);
 }
 
 /* Reads a character flag: one byte, or the escapes \n \t \r \\ \xNN. Returns 0, or 2 after
@@ -160,9 +209,15 @@ static int check_outputs(const explain_flags *f) {
             fprintf(stderr, "strix explain: --%s %s is a directory\n", flags[i], paths[i]);
             return 2;
         }
-        if (stat(paths[i], &st) == 0 && !replaceable(paths[i])) {
+        if (stat(paths[i], &st) == 0 && !f->force && !replaceable(paths[i])) {
             fprintf(stderr, "strix explain: --%s %s exists and was not written by strix explain; "
-                            "remove it or choose another name\n", flags[i], paths[i]);
+                            "--force replaces it\n", flags[i], paths[i]);
+            return 2;
+        }
+        if (f->prompt_file && (strcmp(paths[i], f->prompt_file) == 0 ||
+                               same_file(paths[i], f->prompt_file))) {
+            fprintf(stderr, "strix explain: --%s %s is the prompt file; choose another file\n",
+                    flags[i], paths[i]);
             return 2;
         }
         char dir[4096];
@@ -234,10 +289,121 @@ static int write_view(const char *path, int which, const render_explanation *re,
     return s == STRIX_OK ? 0 : tool_fail(s);
 }
 
+/* The method of --method (checked by the caller). */
+static strix_gpt_explain_method method_of(const char *name) {
+    if (strcmp(name, "gradient-x-input") == 0) return STRIX_GPT_EXPLAIN_GRADIENT_X_INPUT;
+    if (strcmp(name, "integrated-gradients") == 0) return STRIX_GPT_EXPLAIN_INTEGRATED_GRADIENTS;
+    if (strcmp(name, "saliency") == 0) return STRIX_GPT_EXPLAIN_SALIENCY;
+    return STRIX_GPT_EXPLAIN_LRP;
+}
+
+/* Prints the conservation warning when the method promises a sum (lrp: the seed; integrated
+ * gradients: f(x) − f(baseline)) and the input sum is off from it by more than 25 % or has the
+ * opposite sign. */
+static void warn_conservation(const strix_gpt_explanation *ex, bool ig) {
+    double want = ex->conserved_sum, got = ex->relevance_in_sum;
+    if (isnan(want)) return;
+    const char *what = ig ? "f(x) - f(baseline)" : "the explained output";
+    const char *why = ig ? "more --ig-steps bring integrated gradients closer"
+                         : "LRP's bias and softmax rules do not conserve relevance exactly";
+    if ((want < 0 && got > 0) || (want > 0 && got < 0)) {
+        fprintf(stderr, "strix: warning: the input relevance sum %.6g has the opposite sign of "
+                        "%s %.6g (%s)\n", got, what, want, why);
+    } else if (fabs(got - want) > 0.25 * fabs(want)) {
+        fprintf(stderr, "strix: warning: the input relevance sum %.6g differs from %s %.6g by "
+                        "%.0f%% (%s)\n", got, what, want,
+                want != 0.0 ? 100.0 * fabs(got - want) / fabs(want) : 100.0, why);
+    }
+}
+
+/* ids (n, the whole prompt) without the characters i of re that have gone[i], into out;
+ * returns its length. */
+static int drop_chars(const int32_t *ids, int n, const render_explanation *re, const bool *gone,
+                      int32_t *out) {
+    int m = 0;
+    for (int b = 0; b < re->start[0]; b++) out[m++] = ids[b];
+    for (int i = 0; i < re->n; i++)
+        for (int b = re->start[i]; b < re->start[i + 1] && !gone[i]; b++) out[m++] = ids[b];
+    for (int b = re->start[re->n]; b < n; b++) out[m++] = ids[b];
+    return m;
+}
+
+/* The deletion check of --deletion (render_deletion) on ids (n, the whole prompt); re's
+ * characters and relevance give the order. Returns 0, 1 after a library error or 2 after a
+ * usage error, the line printed. */
+static int deletion_check(strix_gpt *g, const explain_flags *f,
+                          int32_t *ids, int n, const render_explanation *re,
+                          const strix_gpt_explain_config *cfg, render_deletion *d, int *positions) {
+    int K = f->deletion, N = re->n;
+    if (K >= N) {
+        fprintf(stderr, "strix explain: --deletion %d must be below the %d characters explained "
+                        "(one must stay)\n", K, N);
+        return 2;
+    }
+    int *order = malloc(sizeof(int) * (size_t)N);
+    int32_t *work = malloc(sizeof(int32_t) * (size_t)n);
+    bool *gone = malloc(sizeof(bool) * (size_t)N);
+    if (!order || !work || !gone) {
+        free(gone);
+        free(order);
+        free(work);
+        return tool_fail(strix_error(STRIX_ERR_ALLOC, "out of memory"));
+    }
+    // the K largest relevances (stable: ties keep the lower position first; NaN last)
+    for (int i = 0; i < N; i++) order[i] = i;
+    for (int k = 0; k < K; k++) {
+        int best = k;
+        for (int j = k + 1; j < N; j++) {
+            float a = re->relevance[order[j]], b = re->relevance[order[best]];
+            if (a > b || (isnan(b) && !isnan(a))) best = j;
+        }
+        int t = order[k];
+        order[k] = order[best];
+        order[best] = t;
+    }
+    strix_status s = strix_gpt_explain_output(g, ids, n, cfg, &d->before);
+    memset(gone, 0, sizeof(bool) * (size_t)N);
+    for (int k = 0; k < K; k++) {
+        positions[k] = re->start[order[k]];
+        gone[order[k]] = true;
+    }
+    int m = drop_chars(ids, n, re, gone, work);
+    if (s == STRIX_OK) s = strix_gpt_explain_output(g, work, m, cfg, &d->after_top);
+    strix_rng rng;
+    strix_rng_seed(&rng, f->seed);
+    double sum = 0.0;
+    for (int r = 0; r < DELETION_DRAWS && s == STRIX_OK; r++) {
+        for (int i = 0; i < N; i++) order[i] = i;
+        memset(gone, 0, sizeof(bool) * (size_t)N);
+        for (int k = 0; k < K; k++) { // partial Fisher-Yates: order[0..K) is the draw
+            int j = k + (int)strix_rng_below(&rng, (uint64_t)(N - k));
+            int t = order[k];
+            order[k] = order[j];
+            order[j] = t;
+            gone[order[k]] = true;
+        }
+        double v = 0.0;
+        s = strix_gpt_explain_output(g, work, drop_chars(ids, n, re, gone, work), cfg, &v);
+        sum += v;
+    }
+    free(gone);
+    free(order);
+    free(work);
+    if (s != STRIX_OK) return tool_fail(s);
+    d->k = K;
+    d->positions = positions;
+    d->after_random = sum / DELETION_DRAWS;
+    d->draws = DELETION_DRAWS;
+    d->seed = f->seed;
+    return 0;
+}
+
 /* Encodes the prompt, explains, prints and writes the files. */
 static int explain(strix_gpt *g, const strix_vocab *vocab, const explain_flags *f,
                    int target_byte, int contrast_byte) {
-    size_t n = strlen(f->prompt);
+    size_t n = f->prompt_len;
+    if (n > (size_t)1 << 30)
+        return tool_fail(strix_error(STRIX_ERR_ARG, "the prompt is longer than 1 GiB"));
     int32_t *ids = malloc(n * sizeof *ids);
     if (!ids) return tool_fail(strix_error(STRIX_ERR_ALLOC, "out of memory"));
     strix_status s = strix_vocab_encode(vocab, (const unsigned char *)f->prompt, n, ids);
@@ -248,23 +414,50 @@ static int explain(strix_gpt *g, const strix_vocab *vocab, const explain_flags *
         return tool_fail(strix_error(s, "prompt: %s of the model", msg));
     }
     strix_gpt_explain_config cfg = strix_gpt_explain_defaults();
+    cfg.method = method_of(f->method);
+    cfg.ig_steps = f->ig_steps;
     cfg.rule = rule_of(f);
     cfg.one_hot_seed = f->one_hot;
     cfg.target = target_byte >= 0 ? vocab->id_of[target_byte] : -1;
     cfg.contrast = contrast_byte >= 0 ? vocab->id_of[contrast_byte] : -1;
+    bool lrp = cfg.method == STRIX_GPT_EXPLAIN_LRP;
     strix_gpt_explanation ex = {0};
     s = strix_gpt_explain(g, ids, (int)n, &cfg, &ex);
-    free(ids);
-    if (s != STRIX_OK) return tool_fail(s);
+    if (s != STRIX_OK) {
+        free(ids);
+        return tool_fail(s);
+    }
 
     render_explanation re = {
-        .text = (const unsigned char *)f->prompt, .offset = (int)n - ex.T, .n = ex.T,
-        .relevance = ex.relevance, .relevance_position = ex.relevance_position,
+        .text = (const unsigned char *)f->prompt, .offset = (int)n - ex.T, .n_bytes = ex.T,
         .softmax_gap = ex.softmax_gap,
         .predicted = vocab->bytes[ex.predicted], .predicted_prob = ex.predicted_prob,
         .target = vocab->bytes[ex.target], .target_prob = ex.target_prob,
-        .target_logit = ex.target_logit, .contrast = contrast_byte, .rule = f->rule,
+        .target_logit = ex.target_logit, .contrast = contrast_byte,
+        .rule = lrp ? f->rule : NULL, .method = f->method, .ig_steps = f->ig_steps,
+        .baseline_output = ex.baseline_output, .conserved_sum = ex.conserved_sum,
         .model = f->model, .sum_out = ex.relevance_out_sum, .sum_in = ex.relevance_in_sum};
+    if (render_group_utf8(&re, ex.relevance, ex.relevance_position) != 0) {
+        strix_gpt_explanation_free(&ex);
+        free(ids);
+        return tool_fail(strix_error(STRIX_ERR_ALLOC, "out of memory"));
+    }
+    render_deletion del = {0};
+    int *del_pos = f->deletion > 0 ? malloc(sizeof(int) * (size_t)f->deletion) : NULL;
+    int rc = 0;
+    if (f->deletion > 0) {
+        cfg.target = ex.target; // the explained output of the prompt, whatever the deletion
+        rc = del_pos ? deletion_check(g, f, ids, (int)n, &re, &cfg, &del, del_pos)
+                     : tool_fail(strix_error(STRIX_ERR_ALLOC, "out of memory"));
+        if (rc == 0) re.deletion = &del;
+    }
+    free(ids);
+    if (rc != 0) {
+        free(del_pos);
+        render_group_free(&re);
+        strix_gpt_explanation_free(&ex);
+        return rc;
+    }
     const char *nc = getenv("NO_COLOR");
     bool color = strcmp(f->color, "always") == 0 ||
                  (strcmp(f->color, "auto") == 0 && isatty(STDOUT_FILENO) && !(nc && nc[0]));
@@ -272,19 +465,23 @@ static int explain(strix_gpt *g, const strix_vocab *vocab, const explain_flags *
     render_glyph(re.predicted, false, pg);
     render_glyph(re.target, false, tg);
     const strix_gpt_config *mc = strix_gpt_config_of(g);
-    printf("model %s: vocabulary %d, block %d, %d layer%s; rule %s\n", f->model, mc->vocab_size,
-           mc->block_size, mc->n_layer, mc->n_layer == 1 ? "" : "s", f->rule);
+    printf("model %s: vocabulary %d, block %d, %d layer%s; ", f->model, mc->vocab_size,
+           mc->block_size, mc->n_layer, mc->n_layer == 1 ? "" : "s");
+    if (lrp) printf("rule %s\n", f->rule);
+    else if (cfg.method == STRIX_GPT_EXPLAIN_INTEGRATED_GRADIENTS)
+        printf("method %s (%d steps)\n", f->method, f->ig_steps);
+    else printf("method %s\n", f->method);
     printf("next character: '%s' (p = %.4f)\n", pg, (double)re.predicted_prob);
     if (contrast_byte >= 0) {
         render_glyph((unsigned char)contrast_byte, false, cg);
         printf("explained: logit of '%s' minus logit of '%s'%s\n", tg, cg,
-               f->one_hot ? ", seeded with +1 and -1" : "");
+               f->one_hot && lrp ? ", seeded with +1 and -1" : "");
     } else {
         printf("explained: logit of '%s' = %.4f (p = %.4f)%s\n", tg, (double)re.target_logit,
-               (double)re.target_prob, f->one_hot ? ", seeded with 1" : "");
+               (double)re.target_prob, f->one_hot && lrp ? ", seeded with 1" : "");
     }
     if (re.offset > 0)
-        printf("prompt cropped to its last %d characters (the model's context)\n", re.n);
+        printf("prompt cropped to its last %d characters (the model's context)\n", re.n_bytes);
     printf("\n");
     render_prompt(stdout, &re, color);
     if (color)
@@ -294,16 +491,28 @@ static int explain(strix_gpt *g, const strix_vocab *vocab, const explain_flags *
         printf("\ntop %d contributors:\n", f->top < re.n ? f->top : re.n);
         render_top(stdout, &re, f->top);
     }
-    char sums[200];
+    char sums[256];
     render_sums(&re, sums, sizeof sums);
     printf("\n%s\n", sums);
-    int rc = 0;
+    if (re.deletion) {
+        printf("deletion of the %d most relevant character%s (removed): output %.6f "
+               "-> %.6f (drop %.6f)\n", del.k, del.k == 1 ? "" : "s", del.before, del.after_top,
+               del.before - del.after_top);
+        printf("deletion of %d random character%s (mean of %d draws, seed %llu): output %.6f "
+               "-> %.6f (drop %.6f)\n", del.k, del.k == 1 ? "" : "s", del.draws,
+               (unsigned long long)del.seed, del.before, del.after_random,
+               del.before - del.after_random);
+    }
+    fflush(stdout);
+    warn_conservation(&ex, cfg.method == STRIX_GPT_EXPLAIN_INTEGRATED_GRADIENTS);
     const char *paths[3] = {f->svg, f->html, f->json};
     for (int k = 0; k < 3 && rc == 0; k++) {
         if (!paths[k]) continue;
         rc = write_view(paths[k], k, &re, f->cols, f->top > 0 ? f->top : 10);
         if (rc == 0) printf("wrote %s\n", paths[k]);
     }
+    free(del_pos);
+    render_group_free(&re);
     strix_gpt_explanation_free(&ex);
     errno = 0;
     if (rc == 0 && (fflush(stdout) != 0 || ferror(stdout))) {
@@ -314,9 +523,69 @@ static int explain(strix_gpt *g, const strix_vocab *vocab, const explain_flags *
     return rc;
 }
 
+/* Reads --prompt-file (`-`: standard input) into f->prompt_buf. Returns 0, or 1 / 2 after the
+ * error line (cannot read / empty or too large). */
+static int read_prompt_file(explain_flags *f) {
+    bool in = strcmp(f->prompt_file, "-") == 0;
+    const char *name = in ? "standard input" : f->prompt_file;
+    FILE *fp = in ? stdin : fopen(f->prompt_file, "rb");
+    if (!fp) {
+        fprintf(stderr, "strix explain: cannot read --prompt-file %s: %s\n", name,
+                strerror(errno));
+        return 1;
+    }
+    struct stat st;
+    if (!in && fstat(fileno(fp), &st) == 0 && S_ISDIR(st.st_mode)) {
+        fclose(fp);
+        fprintf(stderr, "strix explain: --prompt-file %s is a directory\n", name);
+        return 2;
+    }
+    size_t cap = 4096, len = 0;
+    char *buf = malloc(cap);
+    int rc = buf ? 0 : 1;
+    while (rc == 0) {
+        if (len == cap) {
+            char *nb = cap >= PROMPT_FILE_MAX ? NULL : realloc(buf, cap * 2);
+            if (!nb) {
+                rc = cap >= PROMPT_FILE_MAX ? 2 : 1;
+                break;
+            }
+            buf = nb;
+            cap *= 2;
+        }
+        size_t got = fread(buf + len, 1, cap - len, fp);
+        len += got;
+        if (got == 0) break;
+    }
+    bool bad = ferror(fp);
+    int saved = errno;
+    if (!in) fclose(fp);
+    if (rc == 2) {
+        fprintf(stderr, "strix explain: --prompt-file %s is larger than %u MiB\n", name,
+                PROMPT_FILE_MAX >> 20);
+    } else if (rc == 1 || bad) {
+        fprintf(stderr, "strix explain: cannot read --prompt-file %s: %s\n", name,
+                bad ? strerror(saved) : "out of memory");
+        rc = 1;
+    } else if (len == 0) {
+        fprintf(stderr, "strix explain: --prompt-file %s is empty (the prediction after the "
+                        "prompt is explained)\n", name);
+        rc = 2;
+    }
+    if (rc) {
+        free(buf);
+        return rc;
+    }
+    f->prompt_buf = buf;
+    f->prompt = buf;
+    f->prompt_len = len;
+    return 0;
+}
+
 int cmd_explain(int argc, char **argv) {
     explain_flags f = {.rule = "attnlrp", .backend = "cpu", .color = "auto", .top = 10,
-                       .cols = 64, .eps = 1e-6f, .gamma = 0.25f, .alpha = 2.0f};
+                       .cols = 64, .eps = 1e-6f, .gamma = 0.25f, .alpha = 2.0f,
+                       .method = "lrp", .ig_steps = 50};
     arg_spec specs[NEXPLAIN_SPECS];
     explain_specs(&f, specs);
     int rc = args_parse("explain", argc, argv, 2, specs, NEXPLAIN_SPECS);
@@ -330,17 +599,48 @@ int cmd_explain(int argc, char **argv) {
                         "train)\n");
         return 2;
     }
-    if (!f.prompt || !f.prompt[0]) {
-        fprintf(stderr, "strix explain: --prompt TEXT is required and must not be empty (the "
-                        "prediction after it is explained)\n");
+    if (f.prompt && f.prompt_file) {
+        fprintf(stderr, "strix explain: give one of --prompt and --prompt-file, not both\n");
+        return 2;
+    }
+    if (!f.prompt_file && (!f.prompt || !f.prompt[0])) {
+        fprintf(stderr, "strix explain: --prompt TEXT (or --prompt-file FILE) is required and "
+                        "must not be empty (the prediction after it is explained)\n");
+        return 2;
+    }
+    if (f.prompt_file && !f.prompt_file[0]) {
+        fprintf(stderr, "strix explain: --prompt-file needs a file name (- for standard input)\n");
+        return 2;
+    }
+    const char *methods[4] = {"lrp", "gradient-x-input", "integrated-gradients", "saliency"};
+    bool known = false;
+    for (int i = 0; i < 4; i++) known |= strcmp(f.method, methods[i]) == 0;
+    if (!known) {
+        fprintf(stderr, "strix explain: unknown --method '%s' (methods: lrp, gradient-x-input, "
+                        "integrated-gradients, saliency)\n", f.method);
         return 2;
     }
     const char *rules[4] = {"attnlrp", "epsilon", "gamma", "alpha-beta"};
-    bool known = false;
+    known = false;
     for (int i = 0; i < 4; i++) known |= strcmp(f.rule, rules[i]) == 0;
     if (!known) {
         fprintf(stderr, "strix explain: unknown --rule '%s' (rules: attnlrp, epsilon, gamma, "
                         "alpha-beta)\n", f.rule);
+        return 2;
+    }
+    if (strcmp(f.method, "lrp") != 0) {
+        const char *lrp_only[5] = {"rule", "eps", "gamma", "alpha", "one-hot"};
+        for (int i = 0; i < 5; i++)
+            if (args_find(specs, NEXPLAIN_SPECS, lrp_only[i])->seen) {
+                fprintf(stderr, "strix explain: --%s is an option of --method lrp (got --method "
+                                "%s)\n", lrp_only[i], f.method);
+                return 2;
+            }
+    }
+    if (args_find(specs, NEXPLAIN_SPECS, "ig-steps")->seen &&
+        strcmp(f.method, "integrated-gradients") != 0) {
+        fprintf(stderr, "strix explain: --ig-steps is an option of --method "
+                        "integrated-gradients\n");
         return 2;
     }
     if (strcmp(f.color, "auto") && strcmp(f.color, "always") && strcmp(f.color, "never")) {
@@ -361,6 +661,12 @@ int cmd_explain(int argc, char **argv) {
                          args_find(specs, NEXPLAIN_SPECS, "backend")->seen ? f.backend : NULL,
                          &backend);
     if (rc) return rc;
+    if (f.prompt_file) {
+        rc = read_prompt_file(&f);
+        if (rc) return rc;
+    } else {
+        f.prompt_len = strlen(f.prompt);
+    }
 
     tool_model m = {0};
     strix_status s = strix_checkpoint_open(f.model, &m.ck);
@@ -380,5 +686,6 @@ int cmd_explain(int argc, char **argv) {
     rc = s == STRIX_OK ? explain(m.g, vocab, &f, f.target ? tb : -1, f.contrast ? cb : -1)
                        : tool_fail(s);
     tool_model_free(&m);
+    free(f.prompt_buf);
     return rc;
 }

@@ -42,6 +42,7 @@ static int glyph_cols(unsigned char c) {
     return (c >= 0x20 && c < 0x7f) || c == '\n' || c == '\t' ? 1 : 3;
 }
 
+
 /* s (UTF-8) with &, < and > escaped, for XML/HTML text content; attr: also " and ', for an
  * attribute value. (ImageMagick's SVG renderer shows &quot; in text literally.) */
 static void xml_put(FILE *f, const char *s, bool attr) {
@@ -66,9 +67,37 @@ static void xml_glyph(FILE *f, unsigned char c) {
     xml_escape(f, g);
 }
 
-/* The i-th explained byte. */
-static unsigned char at(const render_explanation *e, int i) {
-    return e->text[e->offset + i];
+/* The first byte of the i-th explained character, its byte position and its length in bytes. */
+static unsigned char at(const render_explanation *e, int i) { return e->text[e->start[i]]; }
+static int pos_of(const render_explanation *e, int i) { return e->start[i]; }
+static int len_of(const render_explanation *e, int i) { return e->start[i + 1] - e->start[i]; }
+
+/* The glyph of character i into buf (>= 8 bytes): a multi-byte UTF-8 character as itself, a
+ * single byte as render_glyph(pictures) shows it. Returns the length. */
+static int cell_glyph(const render_explanation *e, int i, bool pictures, char *buf) {
+    int len = len_of(e, i);
+    if (len == 1) return render_glyph(at(e, i), pictures, buf);
+    memcpy(buf, e->text + e->start[i], (size_t)len);
+    buf[len] = '\0';
+    return len;
+}
+
+/* Columns of character i's picture glyph (a multi-byte character: one). */
+static int cell_cols(const render_explanation *e, int i) {
+    return len_of(e, i) > 1 ? 1 : glyph_cols(at(e, i));
+}
+
+/* Columns a UTF-8 string takes (one per character; wide characters are not told apart). */
+static int text_cols(const char *s) {
+    int c = 0;
+    for (; *s; s++) c += ((unsigned char)*s & 0xc0) != 0x80;
+    return c;
+}
+
+/* s left-aligned in `width` columns. */
+static void put_padded(FILE *out, const char *s, int width) {
+    fputs(s, out);
+    for (int k = text_cols(s); k < width; k++) fputc(' ', out);
 }
 
 /* The picture glyph of c for an SVG cell. A text of only ' or " is drawn empty by ImageMagick's
@@ -104,6 +133,14 @@ static void describe_target(const render_explanation *e, bool pictures, char *bu
     }
 }
 
+/* "rule attnlrp", "method saliency", "method integrated-gradients (50 steps)" into buf. */
+static void describe_method(const render_explanation *e, char *buf, size_t cap) {
+    if (e->rule) snprintf(buf, cap, "rule %s", e->rule);
+    else if (e->method && strcmp(e->method, "integrated-gradients") == 0)
+        snprintf(buf, cap, "method %s (%d steps)", e->method, e->ig_steps);
+    else snprintf(buf, cap, "method %s", e->method ? e->method : "?");
+}
+
 /* Σ of the characters' relevance, in double, ascending. */
 static double sum_chars(const render_explanation *e) {
     double s = 0.0;
@@ -120,9 +157,11 @@ void render_prompt(FILE *out, const render_explanation *e, bool color) {
         fprintf(out, "  %5s  %-6s  %12s\n", "pos", "char", "relevance");
         for (int i = 0; i < e->n; i++) {
             char q[12];
-            render_glyph(at(e, i), false, g);
+            cell_glyph(e, i, false, g);
             snprintf(q, sizeof q, "'%s'", g);
-            fprintf(out, "  %5d  %-6s  %+12.6f\n", e->offset + i, q, (double)e->relevance[i]);
+            fprintf(out, "  %5d  ", pos_of(e, i));
+            put_padded(out, q, 6);
+            fprintf(out, "  %+12.6f\n", (double)e->relevance[i]);
         }
         return;
     }
@@ -130,7 +169,7 @@ void render_prompt(FILE *out, const render_explanation *e, bool color) {
         unsigned char rgb[3];
         heat_rgb(e->relevance[i], maxabs, rgb);
         int fg = heat_dark(rgb) ? 255 : 0;
-        render_glyph(at(e, i), true, g);
+        cell_glyph(e, i, true, g);
         fprintf(out, "\x1b[48;2;%d;%d;%dm\x1b[38;2;%d;%d;%dm%s\x1b[0m", rgb[0], rgb[1], rgb[2], fg,
                 fg, fg, g);
         if (at(e, i) == '\n') fputc('\n', out);
@@ -144,7 +183,10 @@ void render_sums(const render_explanation *e, char *buf, size_t cap) {
         k += snprintf(buf + k, cap - (size_t)k, " (characters %.6f, positions %.6f)", sum_chars(e),
                       e->sum_in - sum_chars(e));
     if (k > 0 && (size_t)k < cap && !isnan(e->softmax_gap))
-        snprintf(buf + k, cap - (size_t)k, ", softmax rule gap %.6f", e->softmax_gap);
+        k += snprintf(buf + k, cap - (size_t)k, ", softmax rule gap %.6f", e->softmax_gap);
+    if (k > 0 && (size_t)k < cap && !isnan(e->baseline_output))
+        snprintf(buf + k, cap - (size_t)k, " (baseline output %.6f: completeness wants input = "
+                 "%.6f)", e->baseline_output, e->sum_out - e->baseline_output);
 }
 
 void render_top(FILE *out, const render_explanation *e, int top) {
@@ -171,11 +213,12 @@ void render_top(FILE *out, const render_explanation *e, int top) {
     for (int k = 0; k < top; k++) {
         int i = idx[k];
         char g[8], q[12];
-        render_glyph(at(e, i), false, g);
+        cell_glyph(e, i, false, g);
         snprintf(q, sizeof q, "'%s'", g);
         double share = total > 0.0 ? 100.0 * fabs((double)e->relevance[i]) / total : 0.0;
-        fprintf(out, "  %5d  %-6s  %+12.6f  %6.1f%%\n", e->offset + i, q,
-                (double)e->relevance[i], share);
+        fprintf(out, "  %5d  ", pos_of(e, i));
+        put_padded(out, q, 6);
+        fprintf(out, "  %+12.6f  %6.1f%%\n", (double)e->relevance[i], share);
     }
     free(idx);
 }
@@ -194,7 +237,7 @@ int render_svg(FILE *out, const render_explanation *e, int cols) {
     }
     int c = 0, l = 0, max_c = 0;
     for (int i = 0; i < e->n; i++) {
-        int w = glyph_cols(at(e, i));
+        int w = cell_cols(e, i);
         if (c > 0 && c + w > cols) {
             c = 0;
             l++;
@@ -203,7 +246,7 @@ int render_svg(FILE *out, const render_explanation *e, int cols) {
         line[i] = l;
         c += w;
         if (c > max_c) max_c = c;
-        if (at(e, i) == '\n' && i + 1 < e->n) {
+        if (len_of(e, i) == 1 && at(e, i) == '\n' && i + 1 < e->n) {
             c = 0;
             l++;
         }
@@ -231,25 +274,27 @@ int render_svg(FILE *out, const render_explanation *e, int cols) {
             (double)e->predicted_prob);
     fprintf(out, "<text x=\"%.0f\" y=\"46\" font-size=\"11\">explained: ", pad);
     xml_escape(out, desc);
-    fprintf(out, ", rule %s</text>\n", e->rule ? e->rule : "?");
+    char how[64];
+    describe_method(e, how, sizeof how);
+    fprintf(out, ", %s</text>\n", how);
     fprintf(out, "<text x=\"%.0f\" y=\"60\" font-size=\"11\">", pad);
     if (e->model) {
         fputs("model ", out);
         heat_xml_text(out, e->model);
         fputs(e->offset > 0 ? ", " : "", out);
     }
-    if (e->offset > 0) fprintf(out, "the last %d characters of the prompt", e->n);
+    if (e->offset > 0) fprintf(out, "the last %d characters of the prompt", e->n_bytes);
     fputs("</text>\n", out);
     fputs("</g>\n<g font-family=\"" HEAT_MONO "\" font-size=\"18\" text-anchor=\"middle\">\n",
           out);
     for (int i = 0; i < e->n; i++) {
         unsigned char rgb[3];
         heat_rgb(e->relevance[i], maxabs, rgb);
-        int w = glyph_cols(at(e, i));
+        int w = cell_cols(e, i);
         double x = pad + col[i] * cw, y = top + line[i] * ch;
         char g[8];
-        render_glyph(at(e, i), false, g);
-        fprintf(out, "<g><title>position %d '", e->offset + i);
+        cell_glyph(e, i, false, g);
+        fprintf(out, "<g><title>position %d '", pos_of(e, i));
         xml_escape(out, g);
         fprintf(out, "': %+.6f</title>", (double)e->relevance[i]);
         fprintf(out, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
@@ -259,7 +304,8 @@ int render_svg(FILE *out, const render_explanation *e, int cols) {
             fprintf(out, "<text x=\"%.1f\" y=\"%.1f\" fill=\"%s\"%s>", x + w * cw / 2,
                     y + ch - 8, heat_dark(rgb) ? "#fff" : "#000",
                     w > 1 ? " font-size=\"12\"" : ""); // \xNN: 4 small glyphs in 3 columns
-            svg_glyph(out, at(e, i));
+            if (len_of(e, i) > 1) xml_escape(out, g); // the character itself
+            else svg_glyph(out, at(e, i));
             fputs("</text>", out);
         }
         fputs("</g>\n", out);
@@ -314,29 +360,31 @@ int render_html(FILE *out, const render_explanation *e, int top) {
     xml_escape(out, pg);
     fprintf(out, "'</code> (p = %.4f)</h1>\n<p>Explained: ", (double)e->predicted_prob);
     xml_escape(out, desc);
-    fputs(", rule <code>", out);
-    xml_escape(out, e->rule ? e->rule : "?");
-    fputs("</code>", out);
+    char how[64];
+    describe_method(e, how, sizeof how);
+    fputs(", ", out);
+    xml_escape(out, how);
     if (e->model) {
         fputs(", model <code>", out);
         heat_xml_text(out, e->model);
         fputs("</code>", out);
     }
-    if (e->offset > 0) fprintf(out, " (the last %d characters of the prompt)", e->n);
+    if (e->offset > 0) fprintf(out, " (the last %d characters of the prompt)", e->n_bytes);
     fputs(".</p>\n<div class=\"prompt\">", out);
     for (int i = 0; i < e->n; i++) {
         unsigned char rgb[3];
         heat_rgb(e->relevance[i], maxabs, rgb);
         char g[8];
-        render_glyph(at(e, i), false, g);
+        cell_glyph(e, i, false, g);
         fprintf(out, "<span style=\"background:rgb(%d,%d,%d);color:%s\" data-tip=\"position %d "
                      "&#39;",
-                rgb[0], rgb[1], rgb[2], heat_dark(rgb) ? "#fff" : "#000", e->offset + i);
+                rgb[0], rgb[1], rgb[2], heat_dark(rgb) ? "#fff" : "#000", pos_of(e, i));
         xml_put(out, g, true);
         fprintf(out, "&#39;: %+.6f\">", (double)e->relevance[i]);
-        xml_glyph(out, at(e, i));
+        if (len_of(e, i) > 1) xml_escape(out, g);
+        else xml_glyph(out, at(e, i));
         fputs("</span>", out);
-        if (at(e, i) == '\n') fputc('\n', out);
+        if (len_of(e, i) == 1 && at(e, i) == '\n') fputc('\n', out);
     }
     fprintf(out, "</div>\n<p>against <span class=\"legend\"></span> for &nbsp; (intensity: "
                  "|R| / max|R|, max|R| = %.4g; hover a character for its value)</p>\n",
@@ -426,9 +474,22 @@ static double shortest(float x) {
     return isfinite(x) ? strtod(buf, NULL) : (double)x;
 }
 
+/* obj[key] = [v[0], ..., v[n-1]] (bytes as numbers). Returns false when out of memory. */
+static bool add_ints(cJSON *obj, const char *key, const unsigned char *v, int n) {
+    cJSON *a = cJSON_AddArrayToObject(obj, key);
+    for (int k = 0; a && k < n; k++) {
+        cJSON *x = cJSON_CreateNumber(v[k]);
+        if (!x || !cJSON_AddItemToArray(a, x)) {
+            cJSON_Delete(x);
+            return false;
+        }
+    }
+    return a != NULL;
+}
+
 char *render_json(const render_explanation *e) {
     cJSON *root = cJSON_CreateObject();
-    char *text = utf8_clean(e->text, e->offset + e->n);
+    char *text = utf8_clean(e->text, e->offset + e->n_bytes);
     const char *m = e->model ? e->model : "";
     char *model = utf8_clean((const unsigned char *)m, (int)strlen(m));
     bool ok = root && text && model;
@@ -437,7 +498,11 @@ char *render_json(const render_explanation *e) {
              cJSON_AddStringToObject(root, "prompt", text) &&
              cJSON_AddNumberToObject(root, "offset", e->offset) &&
              cJSON_AddStringToObject(root, "model", model) &&
-             cJSON_AddStringToObject(root, "rule", e->rule ? e->rule : "");
+             cJSON_AddStringToObject(root, "method", e->method ? e->method : "lrp") &&
+             (e->rule ? cJSON_AddStringToObject(root, "rule", e->rule)
+                      : cJSON_AddNullToObject(root, "rule"));
+        if (ok && e->method && strcmp(e->method, "integrated-gradients") == 0)
+            ok = cJSON_AddNumberToObject(root, "ig_steps", e->ig_steps) != NULL;
     }
     const char *keys[3] = {"predicted", "target", "contrast"};
     int bytes[3] = {e->predicted, e->target, e->contrast};
@@ -466,12 +531,15 @@ char *render_json(const render_explanation *e) {
             break;
         }
         unsigned char b = at(e, i);
-        if (!cJSON_AddNumberToObject(p, "position", e->offset + i) ||
-            !cJSON_AddNumberToObject(p, "byte", b)) {
+        if (!cJSON_AddNumberToObject(p, "position", pos_of(e, i)) ||
+            !cJSON_AddNumberToObject(p, "byte", b) ||
+            !add_ints(p, "bytes", e->text + e->start[i], len_of(e, i))) {
             pos = NULL;
             break;
         }
-        cJSON *ch = char_json(b);
+        char g[8];
+        cell_glyph(e, i, false, g);
+        cJSON *ch = len_of(e, i) > 1 ? cJSON_CreateString(g) : char_json(b);
         if (!ch || !cJSON_AddItemToObject(p, "char", ch) ||
             !cJSON_AddNumberToObject(p, "relevance", shortest(e->relevance[i]))) {
             if (ch && !cJSON_GetObjectItem(p, "char")) cJSON_Delete(ch);
@@ -488,10 +556,79 @@ char *render_json(const render_explanation *e) {
              cJSON_AddNumberToObject(root, "relevance_in_sum", e->sum_in) &&
              cJSON_AddNumberToObject(root, "relevance_characters_sum", sum_chars(e)) &&
              (isnan(e->softmax_gap) || cJSON_AddNumberToObject(root, "softmax_gap",
-                                                               e->softmax_gap));
+                                                               e->softmax_gap)) &&
+             (isnan(e->conserved_sum) || cJSON_AddNumberToObject(root, "conserved_sum",
+                                                                 e->conserved_sum)) &&
+             (isnan(e->baseline_output) || cJSON_AddNumberToObject(root, "baseline_output",
+                                                                   e->baseline_output));
+    const render_deletion *dl = e->deletion;
+    cJSON *del = ok && dl ? cJSON_AddObjectToObject(root, "deletion") : NULL;
+    if (ok && dl) {
+        cJSON *ps = del ? cJSON_AddArrayToObject(del, "positions") : NULL;
+        for (int k = 0; ps && k < dl->k; k++) {
+            cJSON *x = cJSON_CreateNumber(dl->positions[k]);
+            if (!x || !cJSON_AddItemToArray(ps, x)) {
+                cJSON_Delete(x);
+                ps = NULL;
+            }
+        }
+        ok = ps && cJSON_AddNumberToObject(del, "k", dl->k) &&
+             cJSON_AddNumberToObject(del, "output_before", dl->before) &&
+             cJSON_AddNumberToObject(del, "output_after", dl->after_top) &&
+             cJSON_AddNumberToObject(del, "drop", dl->before - dl->after_top) &&
+             cJSON_AddNumberToObject(del, "random_output_after", dl->after_random) &&
+             cJSON_AddNumberToObject(del, "random_drop", dl->before - dl->after_random) &&
+             cJSON_AddNumberToObject(del, "random_draws", dl->draws) &&
+             cJSON_AddNumberToObject(del, "seed", (double)dl->seed);
+    }
     char *json = ok ? cJSON_Print(root) : NULL;
     cJSON_Delete(root);
     free(text);
     free(model);
     return json;
+}
+
+// ---- characters --------------------------------------------------------------------------------
+
+int render_group_utf8(render_explanation *e, const float *byte_rel, const float *byte_pos) {
+    int nb = e->n_bytes;
+    int *start = malloc(sizeof(int) * (size_t)(nb + 1));
+    float *rel = malloc(sizeof(float) * (size_t)nb);
+    float *pos = byte_pos ? malloc(sizeof(float) * (size_t)nb) : NULL;
+    if (!start || !rel || (byte_pos && !pos)) {
+        free(start);
+        free(rel);
+        free(pos);
+        return -1;
+    }
+    const unsigned char *t = e->text + e->offset;
+    int n = 0;
+    for (int i = 0; i < nb;) {
+        int len = utf8_seq(t + i, nb - i);
+        if (len == 0) len = 1;
+        double r = 0.0, p = 0.0;
+        for (int k = 0; k < len; k++) {
+            r += byte_rel[i + k];
+            if (byte_pos) p += byte_pos[i + k];
+        }
+        start[n] = e->offset + i;
+        rel[n] = (float)r;
+        if (pos) pos[n] = (float)p;
+        n++;
+        i += len;
+    }
+    start[n] = e->offset + nb;
+    e->n = n;
+    e->start = start;
+    e->relevance = rel;
+    e->relevance_position = pos;
+    return 0;
+}
+
+void render_group_free(render_explanation *e) {
+    free((void *)e->start);
+    free((void *)e->relevance);
+    free((void *)e->relevance_position);
+    e->start = NULL;
+    e->relevance = e->relevance_position = NULL;
 }

@@ -15,6 +15,7 @@
 
 #include "gpt_internal.h"
 #include "nn/rules_internal.h"
+#include "strix/attribution.h"
 
 strix_gpt_explain_config strix_gpt_explain_defaults(void) {
     strix_gpt_explain_config c;
@@ -31,6 +32,8 @@ strix_gpt_explain_config strix_gpt_explain_defaults(void) {
     c.one_hot_seed = false;
     c.target = -1;
     c.contrast = -1;
+    c.method = STRIX_GPT_EXPLAIN_LRP;
+    c.ig_steps = 50;
     return c;
 }
 
@@ -99,6 +102,11 @@ static strix_status check_request(strix_gpt *g, const int32_t *ids, int n,
     if (cfg->contrast >= 0 && cfg->contrast == cfg->target)
         return strix_error(STRIX_ERR_ARG, "gpt explain: contrast equals the target (%d)",
                            cfg->target);
+    if (cfg->method < STRIX_GPT_EXPLAIN_LRP || cfg->method > STRIX_GPT_EXPLAIN_SALIENCY)
+        return strix_error(STRIX_ERR_ARG, "gpt explain: unknown method %d", (int)cfg->method);
+    if (cfg->method == STRIX_GPT_EXPLAIN_INTEGRATED_GRADIENTS && cfg->ig_steps < 1)
+        return strix_error(STRIX_ERR_ARG, "gpt explain: ig_steps %d < 1", cfg->ig_steps);
+    if (cfg->method != STRIX_GPT_EXPLAIN_LRP) return STRIX_OK;
     STRIX_TRY(lrp_rule_check(&cfg->rule, "gpt explain"));
     strix_module *m;
     for (int i = 0; (m = gpt_module(g, i)) != NULL; i++) {
@@ -185,21 +193,29 @@ static strix_status embedding_relevance(strix_gpt *g, const strix_tensor *r, int
     return s;
 }
 
+/* An eval forward over ids (1,T) and the last position's logits (V) into host memory; checks
+ * that every logit is finite. */
+static strix_status next_logits(strix_gpt *g, const int32_t *ids, int T, float *logits) {
+    int V = g->cfg.vocab_size;
+    STRIX_TRY(strix_gpt_forward(g, ids, NULL, 1, T, NULL));
+    const float *dev_logits = strix_linear_output(g->lm_head)->data + (size_t)(T - 1) * (size_t)V;
+    STRIX_TRY(strix_copy(g->be, logits, dev_logits, (size_t)V * sizeof(float), STRIX_COPY_D2H));
+    for (int v = 0; v < V; v++)
+        if (!isfinite(logits[v]))
+            return strix_error(STRIX_ERR_NUMERIC, "gpt explain: logit %d is %g", v,
+                               (double)logits[v]);
+    return STRIX_OK;
+}
+
 /* The walk itself; `out` holds the prediction fields on entry. */
 static strix_status explain_run(strix_gpt *g, const int32_t *ids, int T,
                                 const strix_gpt_explain_config *cfg, strix_gpt_explanation *out) {
     strix_backend *be = g->be;
     int V = g->cfg.vocab_size;
-    STRIX_TRY(strix_gpt_forward(g, ids, NULL, 1, T, NULL));
     float *host = malloc((size_t)V * 2 * sizeof(float));
     if (!host) return strix_error(STRIX_ERR_ALLOC, "gpt explain: out of memory");
     float *logits = host, *seed = host + V;
-    const float *dev_logits = strix_linear_output(g->lm_head)->data + (size_t)(T - 1) * (size_t)V;
-    strix_status s = strix_copy(be, logits, dev_logits, (size_t)V * sizeof(float),
-                                STRIX_COPY_D2H);
-    for (int v = 0; v < V && s == STRIX_OK; v++)
-        if (!isfinite(logits[v]))
-            s = strix_error(STRIX_ERR_NUMERIC, "gpt explain: logit %d is %g", v, (double)logits[v]);
+    strix_status s = next_logits(g, ids, T, logits);
     if (s == STRIX_OK) predict_and_seed(logits, V, cfg, out, seed);
     // the seed (1,T,V): zero except the last position's row
     strix_tensor r0 = {0};
@@ -221,6 +237,171 @@ static strix_status explain_run(strix_gpt *g, const int32_t *ids, int T,
     }
     if (s == STRIX_OK) s = embedding_relevance(g, r, T, cfg->rule.epsilon, out);
     strix_tensor_free(&r0);
+    out->baseline_output = NAN;
+    out->conserved_sum = out->relevance_out_sum;
+    return s;
+}
+
+// ---- gradient methods --------------------------------------------------------------------------
+
+/* The GPT from its token embeddings to the last position's logits as a strix_module, for the
+ * explainers of strix/attribution.h: x (B,T,C) token embeddings -> y (B,V) with
+ * y[b] = logits[b, T−1] (minus logits[b, T−1, contrast] in every column with a contrast, so
+ * class `target` is the logit difference). The position embeddings are added inside, so the
+ * gradient with respect to x is that with respect to x0 = x + wpe. Lives on the caller's stack
+ * (no destroy). */
+typedef struct gpt_head_module {
+    strix_module base;
+    strix_gpt *g;
+    int32_t contrast;
+    int B, T;
+    strix_tensor x0, y, dlogits;
+    float *host;          /* (B,V) scratch for the contrast */
+    size_t host_cap;
+} gpt_head_module;
+
+/* Grows the host scratch to n floats. */
+static strix_status head_host(gpt_head_module *h, size_t n) {
+    if (n <= h->host_cap) return STRIX_OK;
+    float *p = realloc(h->host, n * sizeof(float));
+    if (!p) return strix_error(STRIX_ERR_ALLOC, "gpt explain: out of memory");
+    h->host = p;
+    h->host_cap = n;
+    return STRIX_OK;
+}
+
+static strix_status head_forward(strix_module *m, const strix_tensor *x, const strix_tensor **y) {
+    gpt_head_module *h = (gpt_head_module *)m;
+    strix_gpt *g = h->g;
+    strix_backend *be = g->be;
+    size_t C = (size_t)g->cfg.d_model, V = (size_t)g->cfg.vocab_size;
+    if (x->ndim != 3 || x->shape[1] != h->T || x->shape[2] != (int64_t)C)
+        return strix_error(STRIX_ERR_SHAPE, "gpt explain: embeddings must be (B,%d,%zu)", h->T,
+                           C);
+    int B = (int)x->shape[0], T = h->T;
+    h->B = B;
+    int64_t xshape[3] = {B, T, (int64_t)C}, yshape[2] = {B, (int64_t)V};
+    STRIX_TRY(strix_tensor_ensure(be, &h->x0, 3, xshape));
+    STRIX_TRY(strix_tensor_ensure(be, &h->y, 2, yshape));
+    if (g->wpe)
+        STRIX_TRY(strix_add_row_vector(be, x->data, g->wpe->data, h->x0.data, (size_t)B,
+                                       (size_t)T * C));
+    else
+        STRIX_TRY(strix_copy(be, h->x0.data, x->data, (size_t)B * (size_t)T * C * sizeof(float),
+                             STRIX_COPY_D2D));
+    const strix_tensor *a = &h->x0;
+    for (int l = 0; l < g->cfg.n_layer; l++) STRIX_TRY(strix_block_forward(g->h[l], a, &a));
+    STRIX_TRY(strix_layernorm_forward(g->ln_f, a, &a));
+    STRIX_TRY(strix_linear_forward(g->lm_head, a, &a));
+    for (int b = 0; b < B; b++)
+        STRIX_TRY(strix_copy(be, h->y.data + (size_t)b * V,
+                             a->data + ((size_t)b * (size_t)T + (size_t)(T - 1)) * V,
+                             V * sizeof(float), STRIX_COPY_D2D));
+    if (h->contrast >= 0) { // y[b][v] -= y[b][contrast], on the host (B·V floats)
+        size_t n = (size_t)B * V;
+        STRIX_TRY(head_host(h, n));
+        STRIX_TRY(strix_copy(be, h->host, h->y.data, n * sizeof(float), STRIX_COPY_D2H));
+        for (int b = 0; b < B; b++) {
+            float *row = h->host + (size_t)b * V, c = row[h->contrast];
+            for (size_t v = 0; v < V; v++) row[v] -= c;
+        }
+        STRIX_TRY(strix_copy(be, h->y.data, h->host, n * sizeof(float), STRIX_COPY_H2D));
+    }
+    *y = &h->y;
+    return STRIX_OK;
+}
+
+static strix_status head_backward(strix_module *m, const strix_tensor *dy,
+                                  const strix_tensor **dx) {
+    gpt_head_module *h = (gpt_head_module *)m;
+    strix_gpt *g = h->g;
+    strix_backend *be = g->be;
+    size_t V = (size_t)g->cfg.vocab_size;
+    int B = h->B, T = h->T;
+    const float *d = dy->data;
+    if (h->contrast >= 0) { // d logit[v] = dy[v], d logit[contrast] −= Σ_v dy[v]
+        size_t n = (size_t)B * V;
+        STRIX_TRY(head_host(h, n));
+        STRIX_TRY(strix_copy(be, h->host, dy->data, n * sizeof(float), STRIX_COPY_D2H));
+        for (int b = 0; b < B; b++) {
+            float *row = h->host + (size_t)b * V, sum = 0.0f;
+            for (size_t v = 0; v < V; v++) sum += row[v];
+            row[h->contrast] -= sum;
+        }
+        STRIX_TRY(strix_copy(be, h->y.data, h->host, n * sizeof(float), STRIX_COPY_H2D));
+        d = h->y.data;
+    }
+    int64_t shape[3] = {B, T, (int64_t)V};
+    STRIX_TRY(strix_tensor_ensure(be, &h->dlogits, 3, shape));
+    STRIX_TRY(strix_fill(be, h->dlogits.data, 0.0f, (size_t)B * (size_t)T * V));
+    for (int b = 0; b < B; b++)
+        STRIX_TRY(strix_copy(be, h->dlogits.data + ((size_t)b * (size_t)T + (size_t)(T - 1)) * V,
+                             d + (size_t)b * V, V * sizeof(float), STRIX_COPY_D2D));
+    const strix_tensor *a;
+    STRIX_TRY(strix_linear_backward(g->lm_head, &h->dlogits, &a));
+    STRIX_TRY(strix_layernorm_backward(g->ln_f, a, &a));
+    for (int l = g->cfg.n_layer - 1; l >= 0; l--) STRIX_TRY(strix_block_backward(g->h[l], a, &a));
+    *dx = a;
+    return STRIX_OK;
+}
+
+static const strix_module_i head_vt = {
+    .type = "GPTHead", .forward = head_forward, .backward = head_backward};
+
+/* A gradient method of cfg over ids (1,T), the prediction fields already in out. */
+static strix_status explain_gradient(strix_gpt *g, int T, const strix_gpt_explain_config *cfg,
+                                     strix_gpt_explanation *out) {
+    strix_backend *be = g->be;
+    size_t C = (size_t)g->cfg.d_model;
+    // the token embeddings (1,T,C) of the ids the forward left in g->ids
+    int64_t shape[3] = {1, T, (int64_t)C};
+    strix_tensor x = {0};
+    strix_status s = strix_tensor_new(be, 3, shape, &x);
+    if (s == STRIX_OK)
+        s = strix_gather_rows(be, g->wte->weight->data, g->ids, x.data, (size_t)T, C);
+    gpt_head_module h = {.base = {.vt = &head_vt, .be = be}, .g = g, .contrast = cfg->contrast,
+                         .T = T};
+    int32_t target = out->target;
+    strix_attr_config ac = {.targets = &target, .params = &g->params};
+    strix_attribution a = {0};
+    if (s == STRIX_OK) {
+        switch (cfg->method) {
+        case STRIX_GPT_EXPLAIN_GRADIENT_X_INPUT:
+            s = strix_attr_input_x_gradient(&h.base, &x, &ac, &a);
+            break;
+        case STRIX_GPT_EXPLAIN_INTEGRATED_GRADIENTS:
+            s = strix_attr_integrated_gradients(&h.base, &x, NULL, cfg->ig_steps,
+                                                STRIX_IG_GAUSS_LEGENDRE, &ac, &a);
+            break;
+        default:
+            s = strix_attr_saliency(&h.base, &x, &ac, true, &a);
+            break;
+        }
+    }
+    out->relevance = s == STRIX_OK ? calloc((size_t)T, sizeof(float)) : NULL;
+    if (s == STRIX_OK && !out->relevance)
+        s = strix_error(STRIX_ERR_ALLOC, "gpt explain: out of memory");
+    double in_sum = 0.0;
+    for (int t = 0; t < T && s == STRIX_OK; t++) {
+        double sum = 0.0;
+        for (size_t d = 0; d < C; d++) sum += a.values[(size_t)t * C + d];
+        out->relevance[t] = (float)sum;
+        in_sum += sum;
+    }
+    if (s == STRIX_OK) {
+        out->relevance_in_sum = in_sum;
+        out->relevance_out_sum = a.output[0];
+        out->softmax_gap = NAN;
+        bool ig = cfg->method == STRIX_GPT_EXPLAIN_INTEGRATED_GRADIENTS;
+        out->baseline_output = ig ? a.baseline_output[0] : NAN;
+        out->conserved_sum = ig ? a.output_delta[0] : NAN;
+    }
+    strix_attribution_free(&a);
+    strix_tensor_free(&x);
+    strix_tensor_free(&h.x0);
+    strix_tensor_free(&h.y);
+    strix_tensor_free(&h.dlogits);
+    free(h.host);
     return s;
 }
 
@@ -231,10 +412,44 @@ strix_status strix_gpt_explain(strix_gpt *g, const int32_t *ids, int n,
     if (!cfg) cfg = &defaults;
     STRIX_TRY(check_request(g, ids, n, cfg));
     int T = n < g->cfg.block_size ? n : g->cfg.block_size;
-    strix_module *m;
-    for (int i = 0; (m = gpt_module(g, i)) != NULL; i++) set_rule(m, &cfg->rule);
     out->T = T;
-    strix_status s = explain_run(g, ids + (n - T), T, cfg, out);
+    strix_status s;
+    if (cfg->method == STRIX_GPT_EXPLAIN_LRP) {
+        strix_module *m;
+        for (int i = 0; (m = gpt_module(g, i)) != NULL; i++) set_rule(m, &cfg->rule);
+        s = explain_run(g, ids + (n - T), T, cfg, out);
+    } else {
+        int V = g->cfg.vocab_size;
+        float *host = malloc((size_t)V * 2 * sizeof(float));
+        s = host ? next_logits(g, ids + (n - T), T, host)
+                 : strix_error(STRIX_ERR_ALLOC, "gpt explain: out of memory");
+        if (s == STRIX_OK) predict_and_seed(host, V, cfg, out, host + V);
+        free(host);
+        if (s == STRIX_OK) s = explain_gradient(g, T, cfg, out);
+    }
     if (s != STRIX_OK) strix_gpt_explanation_free(out);
+    return s;
+}
+
+strix_status strix_gpt_explain_output(strix_gpt *g, const int32_t *ids, int n,
+                                      const strix_gpt_explain_config *cfg, double *value) {
+    *value = NAN;
+    strix_gpt_explain_config defaults = strix_gpt_explain_defaults();
+    if (!cfg) cfg = &defaults;
+    STRIX_TRY(check_request(g, ids, n, cfg));
+    int T = n < g->cfg.block_size ? n : g->cfg.block_size, V = g->cfg.vocab_size;
+    float *logits = malloc((size_t)V * sizeof(float));
+    if (!logits) return strix_error(STRIX_ERR_ALLOC, "gpt explain: out of memory");
+    strix_status s = next_logits(g, ids + (n - T), T, logits);
+    if (s == STRIX_OK) {
+        int32_t t = cfg->target;
+        if (t < 0) {
+            t = 0;
+            for (int v = 1; v < V; v++)
+                if (logits[v] > logits[t]) t = v;
+        }
+        *value = (double)logits[t] - (cfg->contrast >= 0 ? (double)logits[cfg->contrast] : 0.0);
+    }
+    free(logits);
     return s;
 }
