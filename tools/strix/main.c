@@ -13,15 +13,22 @@
 
 #include "tool.h"
 
+#ifndef STRIX_TOOL_BACKENDS /* set by CMake from the backends it builds */
+#define STRIX_TOOL_BACKENDS "cpu"
+#endif
+
 static void print_help(FILE *out) {
     fprintf(out,
-            "strix - train, sample and explain a small character-level GPT (C11, CPU backends)\n"
+            "strix - train, sample and explain a small character-level GPT (C11; backends "
+            "built: " STRIX_TOOL_BACKENDS ")\n"
             "\n"
             "Usage:\n"
             "  strix train  [--data PATH] [--out model.safetensors] [flags]   train a model\n"
             "  strix sample --model CKPT [--prompt TEXT] [flags]              generate text\n"
             "  strix explain --model CKPT --prompt TEXT [flags]               "
             "explain a prediction\n"
+            "  strix plot [LOG] --svg FILE                                    "
+            "draw a run's loss curves\n"
             "  strix --help | --version\n"
             "\n"
             "  strix train --help, strix sample --help and strix explain --help list every flag\n"
@@ -66,7 +73,8 @@ int main(int argc, char **argv) {
     if (strcmp(cmd, "train") == 0) return cmd_train(argc, argv);
     if (strcmp(cmd, "sample") == 0) return cmd_sample(argc, argv);
     if (strcmp(cmd, "explain") == 0) return cmd_explain(argc, argv);
-    fprintf(stderr, "strix: unknown command '%s' (commands: train, sample, explain; see strix "
-                    "--help)\n", cmd);
+    if (strcmp(cmd, "plot") == 0) return cmd_plot(argc, argv);
+    fprintf(stderr, "strix: unknown command '%s' (commands: train, sample, explain, plot; see "
+                    "strix --help)\n", cmd);
     return 2;
 }
