@@ -88,7 +88,8 @@ fi
 
 # 5. Missing as a user: the one sudo line on stderr, exit 1, apt-get never called.
 run_deps 1000 "build-essential libopenblas-dev"
-if [ "$rc" -eq 1 ] && [ ! -s "$STUB_CALLS" ] && [ -z "$out" ] && [ "$(wc -l <"$WORK/err")" -eq 1 ] &&
+if [ "$rc" -eq 1 ] && [ ! -s "$STUB_CALLS" ] && [ -z "$out" ] &&
+    [ "$(wc -l <"$WORK/err")" -eq 1 ] &&
     grep -qF "install them with: sudo apt-get install -y build-essential libopenblas-dev" \
         "$WORK/err"; then
     ok "missing as a user: $err"
