@@ -1,7 +1,7 @@
 # What the command and the scripts say about themselves: `strix --help` names the backends this
-# build has (the list of <build>/strix-backends.txt, not "CPU backends" in a CUDA build);
-# bench/gpt_train.sh's summary works for an even number of rounds (a median between two
-# integers is a float), run against a stub bench_gpt.
+# build has (the list of <build>/strix-backends.txt, not "CPU backends" in a CUDA build); a GPU
+# backend without its driver says so; bench/gpt_train.sh's summary works for an even number of
+# rounds (a median between two integers is a float), run against a stub bench_gpt.
 source tests/cli/lib.bash
 
 built=$(sed -n 's/^strix backends built: //p' "$(dirname "$STRIX")/strix-backends.txt" |
@@ -13,6 +13,30 @@ if [ -n "$built" ] && [ "$banner" = "$want" ]; then
 else
     fail "banner '$banner' does not name the built backends '$built'"
 fi
+
+# A GPU backend that is built, on a machine without its driver: "no ... driver / GPU found", not
+# the runtime's "CUDA driver version is insufficient for CUDA runtime version". (Checked where
+# the build has the backend and the machine lacks the driver, as on the CI image.)
+case ", $built," in
+    *", cuda,"*)
+        if [ -e /proc/driver/nvidia/version ]; then
+            echo "skipped the no-driver check of cuda: this machine has the NVIDIA driver"
+        else
+            expect_error "--device cuda without a driver" "no NVIDIA driver / GPU found" \
+                "$STRIX" train --data "$SHAKESPEARE" "${TINY[@]}" --steps 2 --device cuda \
+                --out c.safetensors
+        fi ;;
+esac
+case ", $built," in
+    *", hip,"*)
+        if [ -e /dev/kfd ]; then
+            echo "skipped the no-driver check of hip: this machine has /dev/kfd"
+        else
+            expect_error "--device hip without a driver" "no AMD GPU driver / GPU found" \
+                "$STRIX" train --data "$SHAKESPEARE" "${TINY[@]}" --steps 2 --device hip \
+                --out h.safetensors
+        fi ;;
+esac
 
 if ! command -v python3 >/dev/null; then
     echo "skipped the bench summary check: no python3"
