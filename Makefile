@@ -1,7 +1,10 @@
 # Front door. `make run` trains a small GPT, samples from it and explains one of its predictions
 # (explain.svg); `make test` runs the suite; `make install PREFIX=/opt/strix` installs the
 # headers, libstrix.a/.so, the strix command, the GPU plugins, strix.pc and the CMake package.
-# Everything is built by CMake in build/ (build-asan/ for the sanitizer run).
+# Everything is built by CMake in build/ (build-asan/ for the sanitizer run). Every target that
+# configures first runs scripts/deps.sh: missing build packages are installed with apt-get when
+# run as root, otherwise it prints the `sudo apt-get install -y ...` line and stops
+# (SKIP_DEPS=1 skips the check).
 BUILD      ?= build
 JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_ARGS ?=
@@ -10,12 +13,16 @@ RUN_STEPS  ?= 5000
 RUN_TIME   ?= 120
 EXPLAIN_PROMPT ?= The Bionic Dog drinks too much and kicks over the Nat
 PREFIX     ?= /usr/local
+SKIP_DEPS  ?=
 
-.PHONY: all configure build run test test-asan bench install clean
+.PHONY: all deps configure build run test test-asan bench install clean
 
 all: build
 
-configure:
+deps:
+	@STRIX_SKIP_DEPS=$(SKIP_DEPS) bash scripts/deps.sh
+
+configure: deps
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX=$(PREFIX) \
 	    $(CMAKE_ARGS) >/dev/null
 
@@ -38,7 +45,7 @@ run: configure
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
-test-asan:
+test-asan: deps
 	@cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DSTRIX_SANITIZE=ON -DSTRIX_BUILD_BENCH=OFF $(CMAKE_ARGS) >/dev/null
 	@cmake --build build-asan -j $(JOBS)
 	cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -j $(JOBS) -LE slow

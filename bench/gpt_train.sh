@@ -44,6 +44,7 @@ med = {k: (statistics.median(a for a, _, _ in v), statistics.median(b for _, b, 
 best = med.get("strix/cpu")
 for k, (ms, tok, rss) in med.items():
     ratio = f"  strix(cpu)/this tok/s = {best[1] / tok:.2f}x" if best and not k.startswith("strix") else ""
-    print(f"{k:90s} {ms:8.1f} {tok:8d} {rss:6d}{ratio}")
+    # an even number of rounds gives a median between two values: tok/s is printed rounded
+    print(f"{k:90s} {ms:8.1f} {tok:8.0f} {rss:6d}{ratio}")
 PY
 rm -f "$log"

@@ -3,7 +3,7 @@
  *
  * Every primitive is a thin checked call into the backend's vtable (src/core/backend_impl.h). A
  * backend without a primitive returns STRIX_ERR_UNSUPPORTED, it is never routed elsewhere.
- * Semantics, layouts and reduction orders follow ../shared/spec/backend-semantics.md; the few
+ * Semantics, layouts and reduction orders follow docs/SEMANTICS.md (the reference rules); the few
  * extensions (leading dimensions, int32 indices, the fused attention and cross-entropy kernels)
  * are marked "strix:" below. All matrices are float32, row-major. Pointers are backend memory.
  * Outputs are overwritten (`=`) unless the comment says `+=`. Sizes are elements, not bytes.
@@ -105,7 +105,7 @@ STRIX_API strix_status strix_gemm_ex(strix_backend *be, const float *a, bool ta,
                                      bool tb, float *out, size_t m, size_t k, size_t n,
                                      float beta);
 
-/* out (m,n) = A (m,k) · B (k,n); the spec's plain gemm: strix_gemm_ex without transposes and
+/* out (m,n) = A (m,k) · B (k,n); pulsatrix's plain gemm: strix_gemm_ex without transposes and
  * with beta = 0 (out is never read). */
 STRIX_API strix_status strix_gemm(strix_backend *be, const float *a, const float *b, float *out,
                                   size_t m, size_t k, size_t n);
@@ -142,7 +142,7 @@ STRIX_API strix_status strix_gemm_batched(strix_backend *be, const strix_gemm_ba
 
 // ---- elementwise and vector --------------------------------------------------------------------
 
-/* Elementwise activations (spec order; append-only). */
+/* Elementwise activations (pulsatrix's order; append-only). */
 typedef enum strix_act {
     STRIX_ACT_RELU, STRIX_ACT_NEG, STRIX_ACT_TANH, STRIX_ACT_SIGMOID, STRIX_ACT_SILU,
     STRIX_ACT_EXP, STRIX_ACT_GELU_TANH, STRIX_ACT_GELU,
@@ -182,9 +182,10 @@ STRIX_API strix_status strix_sum(strix_backend *be, const float *in, size_t n, f
 /* Σ a[i]·b[i], same order as strix_sum. */
 STRIX_API strix_status strix_dot(strix_backend *be, const float *a, const float *b, size_t n,
                                  float *out);
-/* strix: Σ in[i]², accumulated in double (gradient-norm clipping, decisions.md), in a fixed order
- * that depends on n only: 32 lane sums, lane l over i ≡ l (mod 32) ascending from 0.0, then folded
- * in halves (lane l += lane l + 16 for l < 16, then + 8, + 4, + 2, + 1); lane 0 is the result. */
+/* strix: Σ in[i]², accumulated in double (gradient-norm clipping, docs/SEMANTICS.md), in a
+ * fixed order that depends on n only: 32 lane sums, lane l over i ≡ l (mod 32) ascending from
+ * 0.0, then folded in halves (lane l += lane l + 16 for l < 16, then + 8, + 4, + 2, + 1); lane 0
+ * is the result. */
 STRIX_API strix_status strix_sum_squares(strix_backend *be, const float *in, size_t n,
                                          double *out);
 
@@ -199,7 +200,7 @@ STRIX_API strix_status strix_copy_2d(strix_backend *be, float *dst, size_t dst_s
                                      size_t cols);
 /* Binary cross-entropy with logits per element, the overflow-free form (PyTorch
  * BCEWithLogitsLoss, reduction='none'): out = max(x,0) − x·y + log1p(exp(−|x|)). out may alias
- * logits. At x = ±inf it gives the limit (0 when y agrees with the sign, decisions.md). */
+ * logits. At x = ±inf it gives the limit (0 when y agrees with the sign, docs/SEMANTICS.md). */
 STRIX_API strix_status strix_bce_with_logits(strix_backend *be, const float *logits,
                                              const float *target, float *out, size_t n);
 /* Its gradient: grad = (σ(x) − y)·scale, σ(x) = 1/(1+e^−x) for x >= 0, e^x/(1+e^x) otherwise.
@@ -211,7 +212,7 @@ STRIX_API strix_status strix_bce_with_logits_grad(strix_backend *be, const float
 // ---- rows: softmax, norms -----------------------------------------------------------------------
 
 /* Row softmax of (rows, cols): subtract the row max, exponentiate, divide by the ascending sum.
- * An all -inf row gives all zeros (decisions.md). out may alias in. */
+ * An all -inf row gives all zeros (docs/SEMANTICS.md). out may alias in. */
 STRIX_API strix_status strix_softmax_rows(strix_backend *be, const float *in, float *out,
                                           size_t rows, size_t cols);
 /* dx = y ⊙ (dy − Σ_j y·dy) per row, from the softmax OUTPUT y. dx may alias dy. */
@@ -253,7 +254,8 @@ STRIX_API strix_status strix_rms_norm_backward(strix_backend *be, const float *g
  *   causal and j > i + q_off; or causal, window > 0 and j + window <= i + q_off (the window
  *   applies only with causal);
  *   or keep != NULL and keep[b,j] == 0 (keep is (B, Lk) of 0/1 floats).
- * Other entries are untouched. The modules pass -inf (decisions.md: fully masked rows give 0). */
+ * Other entries are untouched. The modules pass -inf (docs/SEMANTICS.md: fully masked rows give
+ * 0). */
 STRIX_API strix_status strix_attention_mask_fill(strix_backend *be, float *scores,
                                                  const float *keep, size_t B, size_t H,
                                                  size_t Lq, size_t Lk, bool causal, size_t q_off,
@@ -262,7 +264,7 @@ STRIX_API strix_status strix_attention_mask_fill(strix_backend *be, float *score
 // ---- positions, layout, embedding --------------------------------------------------------------
 
 /* Rotary embedding over `rows` rows of head_dim values; row r is at position r mod seq_len + pos0.
- * strix: rows are read with row stride ld_in and written with ld_out (ld = head_dim is the spec's
+ * strix: rows are read with row stride ld_in and written with ld_out (ld = head_dim is pulsatrix's
  * packed layout), so a head slice of a (B,T,3C) buffer rotates in place (out may alias in).
  * Tables cos/sin are (max_pos, head_dim/2); pair i is (2i, 2i+1):
  *   lo' = lo·c − hi·s, hi' = lo·s + hi·c; inverse uses −s (the transpose). head_dim even. */
@@ -284,7 +286,7 @@ STRIX_API strix_status strix_rope_rotate_half(strix_backend *be, const float *in
 /* (d0,d1,d2,d3) -> (d0,d2,d1,d3). Bit-exact data movement; no alias. */
 STRIX_API strix_status strix_permute_0213(strix_backend *be, const float *in, float *out,
                                           size_t d0, size_t d1, size_t d2, size_t d3);
-/* out[i][:] = table[idx[i]][:] for count rows of width dim. strix: int32 indices (the spec uses
+/* out[i][:] = table[idx[i]][:] for count rows of width dim. strix: int32 indices (pulsatrix uses
  * floats); every idx must be in range (the caller checks). */
 STRIX_API strix_status strix_gather_rows(strix_backend *be, const float *table,
                                          const int32_t *idx, float *out, size_t count,

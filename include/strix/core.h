@@ -104,7 +104,7 @@ static inline uint64_t strix_mix64(uint64_t z) {
     return z ^ (z >> 31);
 }
 
-/* Counter-based uniform in [0,1) with 24 bits: U(seed, k) of spec/backend-semantics.md §1.2.
+/* Counter-based uniform in [0,1) with 24 bits: U(seed, k) of docs/SEMANTICS.md.
  * Used for dropout masks, so a mask depends only on (seed, element index). */
 static inline float strix_uniform_counter(uint64_t seed, uint64_t k) {
     uint64_t z = strix_mix64(seed + (k + 1) * 0x9E3779B97F4A7C15ULL);

@@ -3,7 +3,7 @@
  * directory of text files, the byte vocabulary, encode/decode, the train/validation split and the
  * two batch samplers (random windows, nanoGPT get_batch; sequential stride walk, microGPT).
  *
- * Tokens are bytes (decisions.md: "Character vocabulary"): the vocabulary is the sorted set of
+ * Tokens are bytes (docs/SEMANTICS.md: "Character vocabulary"): the vocabulary is the sorted set of
  * distinct bytes (unsigned char) present, so any text trains and multi-byte UTF-8 is learned byte
  * by byte. Not here: subword tokenisers, shuffling of whole documents, streaming of corpora that
  * do not fit in memory, and sampling from a model (strix/sample.h).

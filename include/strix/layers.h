@@ -128,7 +128,7 @@ STRIX_API strix_status strix_adaptive_avgpool2d_new(strix_backend *be, int out_h
  *   training: y = γ·(x − mean)/sqrt(var + eps) + β with the batch mean and biased variance, then
  *     running_mean/var = (1 − momentum)·running + momentum·batch (unbiased variance) and
  *     num_batches_tracked += 1. M < 2 is STRIX_ERR_SHAPE with the running statistics untouched
- *     (PyTorch raises; decisions.md).
+ *     (PyTorch raises; docs/SEMANTICS.md).
  *   eval: y = γ·(x − running_mean)/sqrt(running_var + eps) + β.
  * Backward follows the mode of the last forward (training: the full batch-statistics gradient;
  * eval: dx = dy·γ/std); γ/β grads `+=` Σ dy·xhat and Σ dy. xhat and the channel std are kept

@@ -64,7 +64,7 @@ STRIX_API strix_status strix_mse_loss(strix_loss_workspace *ws, const float *inp
  *   (1 − ε)·(lse − x_t) + (ε/C)·Σ_c (lse − x_c),   lse = log Σ_c e^{x_c},
  * and the gradient (p − (1 − ε)·onehot(t) − ε/C)·grad_scale/M (MEAN) per counted row. With ε = 0
  * this is strix_softmax_cross_entropy (a -inf logit outside the target gives a finite loss and a
- * zero gradient, decisions.md); with ε > 0 a -inf logit makes the loss +inf, as in PyTorch.
+ * zero gradient, docs/SEMANTICS.md); with ε > 0 a -inf logit makes the loss +inf, as in PyTorch.
  * Targets are copied to the host and checked: one >= classes is STRIX_ERR_ARG naming its row
  * (before anything is written). grad may alias logits. */
 STRIX_API strix_status strix_cross_entropy_loss(strix_loss_workspace *ws, const float *logits,

@@ -368,7 +368,7 @@ STRIX_API strix_status strix_attention_forward(strix_attention *m, const strix_t
  * (its score becomes -inf before the softmax, through strix_attention_mask_fill). That is the
  * convention of a boolean attn_mask of torch's scaled_dot_product_attention (True = take part)
  * and the NEGATION of nn.MultiheadAttention's key_padding_mask (True = ignore). A query whose
- * keys are all masked gets probabilities 0 and gradient 0 (decisions.md, as PyTorch >= 2.5's
+ * keys are all masked gets probabilities 0 and gradient 0 (docs/SEMANTICS.md, as PyTorch >= 2.5's
  * SDPA; the output is c_proj's bias alone; torch 1.13 gives NaN). keep NULL: the causal mask
  * alone. The module keeps a pointer to keep: leave it unchanged until backward and relevance,
  * which follow the mask (masked probabilities are 0, so they get no gradient and no relevance).

@@ -167,8 +167,8 @@ STRIX_API float strix_lr_warmup_cosine(int64_t step, int64_t warmup, int64_t tot
 // ---- clipping and accumulation ----------------------------------------------------------------
 
 /* Global L2 norm of the gradients of the trainable parameters (sum of squares in double,
- * decisions.md; strix_sum_squares over each run of trainable parameters stored back to back, the
- * run sums added in block order - one run, the whole block, when everything trains). If
+ * docs/SEMANTICS.md; strix_sum_squares over each run of trainable parameters stored back to back,
+ * the run sums added in block order - one run, the whole block, when everything trains). If
  * max_norm > 0 and the norm exceeds it, those grads *= max_norm/(norm + 1e-6)
  * (torch.nn.utils.clip_grad_norm_). A non-finite norm leaves grads untouched and returns
  * STRIX_ERR_NUMERIC; *norm is always set. */

@@ -1,7 +1,7 @@
 /*
  * strix/sample.h - choosing the next token from a row of logits (greedy, temperature, top-k, top-p
  * nucleus sampling) and a generator that drives the GPT's KV cache over a prompt and its own
- * samples. The edge cases follow spec/decisions.md ("Sampling temperature", "Sampling top-k",
+ * samples. The edge cases follow docs/SEMANTICS.md ("Sampling temperature", "Sampling top-k",
  * "Non-finite logits at sampling"); top-p is the nucleus of Holtzman et al. 2020, "The Curious
  * Case of Neural Text Degeneration".
  *
@@ -28,7 +28,7 @@ typedef struct strix_sampler_config {
 STRIX_API strix_sampler_config strix_sampler_config_default(void);
 
 /* Validates a configuration: STRIX_ERR_ARG with a message for a negative or NaN temperature,
- * top_k < 0, or top_p outside (0, 1] (decisions.md: a negative temperature is an error). */
+ * top_k < 0, or top_p outside (0, 1] (docs/SEMANTICS.md: a negative temperature is an error). */
 STRIX_API strix_status strix_sampler_config_check(const strix_sampler_config *c);
 
 // ---- one token from one row of logits ----------------------------------------------------------

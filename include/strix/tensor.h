@@ -3,7 +3,7 @@
  * owned (allocated through a backend) or a view of memory someone else owns.
  *
  * Tensors carry shapes between modules; the backend primitives themselves take raw pointers and
- * sizes (spec/backend-semantics.md), so a kernel never depends on this struct.
+ * sizes (docs/SEMANTICS.md), so a kernel never depends on this struct.
  */
 #ifndef STRIX_TENSOR_H
 #define STRIX_TENSOR_H

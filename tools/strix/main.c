@@ -13,19 +13,27 @@
 
 #include "tool.h"
 
+#ifndef STRIX_TOOL_BACKENDS /* set by CMake from the backends it builds */
+#define STRIX_TOOL_BACKENDS "cpu"
+#endif
+
 static void print_help(FILE *out) {
     fprintf(out,
-            "strix - train, sample and explain a small character-level GPT (C11, CPU backends)\n"
+            "strix - train, sample and explain a small character-level GPT (C11; backends "
+            "built: " STRIX_TOOL_BACKENDS ")\n"
             "\n"
             "Usage:\n"
             "  strix train  [--data PATH] [--out model.safetensors] [flags]   train a model\n"
             "  strix sample --model CKPT [--prompt TEXT] [flags]              generate text\n"
             "  strix explain --model CKPT --prompt TEXT [flags]               "
             "explain a prediction\n"
+            "  strix export --model CKPT --out FILE                           "
+            "write the weights alone\n"
+            "  strix plot [LOG] --svg FILE                                    "
+            "draw a run's loss curves\n"
             "  strix --help | --version\n"
             "\n"
-            "  strix train --help, strix sample --help and strix explain --help list every flag\n"
-            "  with its default.\n"
+            "  strix COMMAND --help lists every flag of COMMAND with its default.\n"
             "\n"
             "Examples:\n"
             "  strix train --data ../shared/data/tinyshakespeare.txt --time 120\n"
@@ -34,7 +42,8 @@ static void print_help(FILE *out) {
             "  strix explain --model model.safetensors --prompt 'ROMEO: Good morr' --svg r.svg\n"
             "\n"
             "Checkpoints are safetensors files with the weights, the AdamW state, the vocabulary\n"
-            "and the whole run configuration; nothing is ever loaded unless named.\n");
+            "and the whole run configuration (strix export writes the weights alone); nothing is\n"
+            "ever loaded unless named.\n");
 }
 
 int main(int argc, char **argv) {
@@ -67,7 +76,8 @@ int main(int argc, char **argv) {
     if (strcmp(cmd, "sample") == 0) return cmd_sample(argc, argv);
     if (strcmp(cmd, "explain") == 0) return cmd_explain(argc, argv);
     if (strcmp(cmd, "export") == 0) return cmd_export(argc, argv);
-    fprintf(stderr, "strix: unknown command '%s' (commands: train, sample, explain; see strix "
-                    "--help)\n", cmd);
+    if (strcmp(cmd, "plot") == 0) return cmd_plot(argc, argv);
+    fprintf(stderr, "strix: unknown command '%s' (commands: train, sample, explain, export, plot; "
+                    "see strix --help)\n", cmd);
     return 2;
 }

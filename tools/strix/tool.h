@@ -12,13 +12,14 @@
 
 #define STRIX_TOOL_VERSION "0.1.0"
 
-/* `strix train ...`, `strix sample ...`, `strix explain ...` and `strix export ...` (train.c,
- * sample.c, explain.c, export.c); argv[1] is the subcommand. Return the exit code: 0 success, 1 a failure at run time (message
- * printed), 2 a usage error (message printed). */
+/* `strix train ...`, `strix sample ...`, `strix explain ...`, `strix export ...` and `strix plot
+ * ...` (train.c, sample.c, explain.c, export.c, plot.c); argv[1] is the subcommand. Return the exit
+ * code: 0 success, 1 a failure at run time (message printed), 2 a usage error (message printed). */
 int cmd_train(int argc, char **argv);
 int cmd_sample(int argc, char **argv);
 int cmd_explain(int argc, char **argv);
 int cmd_export(int argc, char **argv);
+int cmd_plot(int argc, char **argv);
 
 /* Prints "strix: <strix_last_error()>" to stderr and returns 1 (for `return tool_fail(s);`). */
 int tool_fail(strix_status s);

@@ -5,7 +5,8 @@
  *
  * Images are NCHW. A "plane" is one (h, w) image of one channel of one example; planes = n·c.
  * Output sizes: oh = (h + 2·pad_h − kh)/stride_h + 1, ow likewise (PyTorch Conv2d/MaxPool2d with
- * dilation 1, floor mode). Reduction orders are those of spec/backend-semantics.md §1.1 (CNN).
+ * dilation 1, floor mode). Reduction orders are stated with each function (the rules behind
+ * them: docs/SEMANTICS.md, "CNN orders").
  * The `+=` gathers (col2im_add, max_unpool, avg_pool_backward) start each pixel from its value in
  * the destination and add its terms one by one in the stated order. A stride of 0 is a contract
  * violation (STRIX_ASSERT); a window that does not fit gives an empty output.

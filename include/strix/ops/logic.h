@@ -39,8 +39,8 @@ typedef enum strix_logic_norm {
  *            (the −1 of conj is a bias, out of the denominator), else 0; Gödel all of r to the
  *            winner.
  * Łukasiewicz's clamp is inactive when a+b−1 > 0 (conj) or a+b < 1 (disj), strictly: on the
- * boundary gradient and relevance are 0. Outputs may alias inputs (elementwise). Source: spec
- * §1.3 LogicOp; t-norms as in Klement, Mesiar & Pap, "Triangular Norms" (2000). */
+ * boundary gradient and relevance are 0. Outputs may alias inputs (elementwise). Source:
+ * pulsatrix's LogicOp (docs/SEMANTICS.md); t-norms as in Klement, Mesiar & Pap, "Triangular Norms" (2000). */
 STRIX_API strix_status strix_logic_pointwise(strix_backend *be, strix_logic_op op,
                                              strix_logic_norm norm, const float *a,
                                              const float *b, const float *g_or_r, const float *y,

@@ -4,12 +4,12 @@
  * said, every call returns STRIX_OK or STRIX_ERR_UNSUPPORTED). The fuzzy-logic primitives and
  * their LRP rules: strix/ops/logic.h.
  *
- * The stabiliser of every rule is stab(z) = z + eps·sign(z) with sign(0) = +1 (spec §1; also for
- * −0.0). Rules: Bach et al. 2015 (epsilon), Montavon et al. 2019 (overview), Achtibat et al. 2024
- * (AttnLRP: the softmax rule and the bilinear "Eq. 15" rule). The affine rules are computed in
- * the gradient×input form of Zennit and LXT, x·Σ_k w_k·(r_k/stab(z_k)): the same value as the
- * per-term sums Σ_k x·w_k/stab(z_k)·r_k of the spec, up to rounding. Sums run over the named
- * index ascending from 0.0f. Outputs must not alias inputs unless a function says so.
+ * The stabiliser of every rule is stab(z) = z + eps·sign(z) with sign(0) = +1, also for −0.0
+ * (docs/SEMANTICS.md). Rules: Bach et al. 2015 (epsilon), Montavon et al. 2019 (overview), Achtibat
+ * et al. 2024 (AttnLRP: the softmax rule and the bilinear "Eq. 15" rule). The affine rules are
+ * computed in the gradient×input form of Zennit and LXT, x·Σ_k w_k·(r_k/stab(z_k)): the same value
+ * as the per-term sums Σ_k x·w_k/stab(z_k)·r_k of pulsatrix, up to rounding. Sums run over the
+ * named index ascending from 0.0f. Outputs must not alias inputs unless a function says so.
  */
 #ifndef STRIX_OPS_LRP_H
 #define STRIX_OPS_LRP_H
@@ -29,9 +29,9 @@ typedef enum strix_lrp_gate {
 
 /* Epsilon rule of a Linear layer: r_in[n][i] = x[n][i]·Σ_j W[j][i]·(r[n][j]/stab(z[n][j])), j
  * ascending (= Σ_j x·W[j][i]/stab(z)·r). strix: W is (out, in) as nn.Linear stores it (the
- * spec's is (in, out)); z (rows, out) is the PRE-bias output x·Wᵀ (bias out of the denominator;
- * pass z with the bias for Zennit's convention). x, r_in (rows, in). With zero bias and eps -> 0,
- * Σ r_in = Σ r. */
+ * pulsatrix one is (in, out)); z (rows, out) is the PRE-bias output x·Wᵀ (bias out of the
+ * denominator; pass z with the bias for Zennit's convention). x, r_in (rows, in). With zero bias
+ * and eps -> 0, Σ r_in = Σ r. */
 STRIX_API strix_status strix_lrp_linear(strix_backend *be, const float *x, const float *w,
                                         const float *z, const float *r, float *r_in, size_t rows,
                                         size_t in_features, size_t out_features, float eps);

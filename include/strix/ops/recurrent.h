@@ -10,8 +10,9 @@
  * parameter gradients come out as per-step terms that the caller reduces (REVERSE_TIME_SUM,
  * column_sums) and adds to its gradient buffers.
  *
- * stab(z) = z + eps·(z >= 0 ? 1 : -1) is the LRP epsilon stabiliser (spec §1). Errors: an unknown
- * op returns STRIX_ERR_ARG; a NULL slot the op needs is a contract violation (STRIX_ASSERT).
+ * stab(z) = z + eps·(z >= 0 ? 1 : -1) is the LRP epsilon stabiliser (docs/SEMANTICS.md).
+ * Errors: an unknown op returns STRIX_ERR_ARG; a NULL slot the op needs is a contract violation
+ * (STRIX_ASSERT).
  */
 #ifndef STRIX_OPS_RECURRENT_H
 #define STRIX_OPS_RECURRENT_H
@@ -24,13 +25,13 @@ extern "C" {
 
 // ---- recurrent cells (Elman RNN, LSTM, GRU) ----------------------------------------------------
 
-/* Ops of strix_recurrent_cell (spec §1.3 RecurrentCellArgs). One lane per element i < n; every
+/* Ops of strix_recurrent_cell (docs/SEMANTICS.md). One lane per element i < n; every
  * slot is n floats, read and written at index i only (per step, (rows, hidden) flattened).
  * Gates are given activated (i, f, o, z, r = sigmoid, g = tanh of their pre-activations).
  * Slots marked "NULL = 0" may be NULL and then read as zeros (the last / first time step).
  * Aliasing: an output may alias any input (each lane reads all its inputs before it writes);
  * outputs must not alias each other.
- * GRU follows PyTorch's torch.nn.GRUCell, h = (1 - z)·n + z·h_prev (spec §1.3 writes the gate the
+ * GRU follows PyTorch's torch.nn.GRUCell, h = (1 - z)·n + z·h_prev (pulsatrix writes the gate the
  * other way round, h = (1 - z)·h_prev + z·n; PyTorch's semantics win for our public API). */
 typedef enum strix_cell_op {
     /* in[0] g (grad on h from above), in[1] dh_next (NULL = 0), in[2] h = tanh(z)

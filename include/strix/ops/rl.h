@@ -12,7 +12,7 @@
 extern "C" {
 #endif
 
-/* Ops of strix_rl_rows (spec §1.3 RlRowArgs). Slots below; `rows` is the batch and `cols` the
+/* Ops of strix_rl_rows (docs/SEMANTICS.md). Slots below; `rows` is the batch and `cols` the
  * number of actions (DQN_*, PG_*, PPO_*). Per-row vectors are (rows), matrices (rows, cols).
  * Actions (in[1] of every op but DQN_TARGET and POLYAK_BLEND) are whole-number floats in
  * [0, cols); otherwise STRIX_ERR_ARG, before anything is written. Outputs are overwritten (`=`).

@@ -10,8 +10,9 @@
  * parameter gradients come out as per-step terms that the caller reduces (REVERSE_TIME_SUM,
  * column_sums) and adds to its gradient buffers.
  *
- * stab(z) = z + eps·(z >= 0 ? 1 : -1) is the LRP epsilon stabiliser (spec §1). Errors: an unknown
- * op returns STRIX_ERR_ARG; a NULL slot the op needs is a contract violation (STRIX_ASSERT).
+ * stab(z) = z + eps·(z >= 0 ? 1 : -1) is the LRP epsilon stabiliser (docs/SEMANTICS.md).
+ * Errors: an unknown op returns STRIX_ERR_ARG; a NULL slot the op needs is a contract violation
+ * (STRIX_ASSERT).
  * Kernels: src/kernels/ssm.h; backends: src/backends/{cpu,cuda}/ssm.*.
  */
 #ifndef STRIX_OPS_SSM_H
@@ -23,7 +24,7 @@
 extern "C" {
 #endif
 
-/* Ops of strix_ssm_pass (spec §1.3 SsmPassArgs). Dims: n batch, l length, d channels (d_model),
+/* Ops of strix_ssm_pass (docs/SEMANTICS.md). Dims: n batch, l length, d channels (d_model),
  * s state size (Mamba) or key size (RetNet). Sequences (n, l, X) row-major; states
  * (n, l+1, ...) with state 0 = all zeros, which the forward ops write themselves. "Lanes" is the
  * parallel unit; inside a lane time runs as stated and sums run ascending from 0.0f unless said.
@@ -48,7 +49,7 @@ typedef enum strix_ssm_op {
      * in[3] states, in[4] dh (MAMBA_BACKWARD's out[2]) -> out[0] dB (n,l,s) = Σ_d dh·x·delta,
      * out[1] dC (n,l,s) = Σ_d gy·h_t. */
     STRIX_SSM_MAMBA_GRAD_BC,
-    /* MambaLRP (spec §4: Abar, Bbar, C, A, D detached), lanes (b, d), t descending, s ascending.
+    /* MambaLRP (Abar, Bbar, C, A, D detached), lanes (b, d), t descending, s ascending.
      * in[0] x, in[1] y, in[2] R_y (n,l,d), in[3] states, in[4] Abar, in[5] Bbar, in[6] C, in[7] D
      * -> out[1] R_h (n,l,d,s) = (C·h_t / stab y)·R_y + (Abar_{t+1}·h_t / stab h_{t+1})·R_h,t+1
      * (the relevance reaching each state), out[0] R_x (n,l,d) = (D·x / stab y)·R_y, then

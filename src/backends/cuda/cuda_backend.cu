@@ -308,6 +308,32 @@ static const struct strix_backend_i cuda_vtable = {
 #include "core/primitives.def"
 };
 
+/* The error of a machine where cudaGetDeviceCount fails or finds nothing. Without a driver the
+ * CUDA runtime reports "CUDA driver version is insufficient for CUDA runtime version"
+ * (cudaErrorInsufficientDriver, also given for an outdated driver) or cudaErrorNoDevice; both
+ * read as what they mostly mean. The HIP runtime without the amdgpu driver (/dev/kfd) answers
+ * with one of several codes, so every failure of the HIP build reads so. */
+static strix_status no_device_error(cudaError_t err) {
+#ifdef STRIX_HIP_BUILD
+    const char *what = "no AMD GPU driver / GPU found";
+    const bool driver = err != cudaSuccess;
+#else
+    const char *what = "no NVIDIA driver / GPU found";
+    const bool driver = err == cudaErrorNoDevice || err == cudaErrorInsufficientDriver;
+#endif
+    if (err == cudaSuccess)
+        return strix_error(STRIX_ERR_DEVICE, "%s (the " STRIX_GPU_VENDOR " runtime sees no "
+                           "device)", what);
+    if (err == cudaErrorInsufficientDriver)
+        return strix_error(STRIX_ERR_DEVICE, "%s, or the driver is older than this build's "
+                           STRIX_GPU_VENDOR " runtime (%s)", what, cudaGetErrorName(err));
+    if (driver)
+        return strix_error(STRIX_ERR_DEVICE, "%s (%s: %s)", what, cudaGetErrorName(err),
+                           cudaGetErrorString(err));
+    return strix_error(STRIX_ERR_DEVICE, "cannot open a " STRIX_GPU_VENDOR " device: %s (%s)",
+                       cudaGetErrorString(err), cudaGetErrorName(err));
+}
+
 /* Creates the stream and BLAS handle of a fresh context on its device, with the GEMM engine and
  * math mode of the init options (never the environment: the command passes those on). */
 static strix_status context_open(cuda_context *ctx, const strix_backend_options *opt) {
@@ -353,8 +379,7 @@ extern "C" strix_status strix_cuda_backend_create(int device, bool hip,
     cudaError_t err = cudaGetDeviceCount(&count);
     if (err != cudaSuccess || count == 0) {
         (void)cudaGetLastError();
-        return strix_error(STRIX_ERR_DEVICE, "no " STRIX_GPU_VENDOR " device (%s)",
-                           err != cudaSuccess ? cudaGetErrorString(err) : "none found");
+        return no_device_error(err);
     }
     if (device < 0 || device >= count)
         return strix_error(STRIX_ERR_ARG, "%s:%d: no such device (this machine has %d "
