@@ -213,7 +213,8 @@ STRIX_API strix_status strix_safetensors_write_ex(const char *path,
  * ".strix-tmp-<pid>-<hash of the file name>" beside the target is created (O_EXCL), written,
  * flushed and fsync'ed, renamed over the target, and the directory is fsync'ed. A symbolic link
  * at `path` is written through (the target is replaced, in the target's directory; the link
- * stays). On any failure the temp file is removed, the target is left as it was, and STRIX_ERR_IO
+ * stays). A target that exists and is not a regular file (a directory, device, FIFO) is never
+ * replaced. On any failure the temp file is removed, the target is left as it was, and STRIX_ERR_IO
  * is returned naming the failing step and the OS reason ("No space left on device");
  * STRIX_ERR_ARG for an empty or too long path. For a text or picture, render it into memory
  * first (open_memstream) and pass the buffer as one chunk. */

@@ -169,6 +169,12 @@ strix_status strix_write_file_atomic(const char *path, const void *const *chunks
     if (strlen(path) >= STRIX_PATH_MAX)
         return strix_error(STRIX_ERR_ARG, "output path too long: %s", path);
     STRIX_TRY(strix_atomic_target_path(path, target, sizeof target));
+    /* rename would replace a device, FIFO or socket node itself (as root even /dev/null) */
+    struct stat st;
+    if (stat(target, &st) == 0 && !S_ISREG(st.st_mode))
+        return strix_error(STRIX_ERR_IO, "cannot replace '%s': it is not a regular file (%s; it "
+                           "was left as it was)", path, S_ISDIR(st.st_mode) ? "a directory"
+                           : "a device, FIFO or socket");
     temp_of(target, (long)getpid(), tmp, sizeof tmp);
 
     /* O_EXCL: never write through a file (or link) that happens to carry the temp name. */
