@@ -1,6 +1,7 @@
 /*
- * out_file.c - the file a run writes: checks before training, the "<out>.lock" lock, and the stop
- * signals held off around a save (out_file.h).
+ * out_file.c - the file a run writes: checks before training, the "<out>.lock" lock (beside the
+ * target of a symbolic link, like the saves), the removal of temp files that ended runs left, and
+ * the stop signals held off around a save (out_file.h).
  */
 #define _XOPEN_SOURCE 700 /* POSIX 2008 with realpath */
 
