@@ -3,7 +3,8 @@
 # on a full disk (a 128 KiB tmpfs, mounted when the test runs as root and may mount) the run
 # fails with the reason ("No space left on device"), the old picture stays as it was and no
 # 0-byte, partial or temp file is left; a directory that cannot hold the pictures is an error
-# naming why; a good run leaves complete pictures and no temp files. The binary: $DIGITS, else
+# naming why; a good run leaves complete pictures and no temp files. A checkpoint of `strix train`
+# on the full disk fails the same way (exit 1, the reason, no file). The binary: $DIGITS, else
 # `digits` next to $STRIX.
 source "$(dirname "$0")/lib.bash"
 
@@ -57,6 +58,16 @@ if [ "$(id -u)" -eq 0 ] && mount -t tmpfs -o size=128k tmpfs full 2>/dev/null; t
     [ $? -ne 0 ] && [ -z "$(find full/pics -name '*.svg')" ] && [ -z "$(temps full)" ] \
         && ok "a full disk leaves no 0-byte picture" \
         || fail "a full disk left: $(ls -la full/pics) $(cat full2.err)"
+    # a checkpoint on the full disk: exit 1 with the reason, neither a file nor a temp file
+    "$STRIX" train --data "$SHAKESPEARE" "${TINY[@]}" --steps 2 --eval-every 2 --eval-batches 1 \
+        --out full/m.st >/dev/null 2>train.err
+    rc=$?
+    [ $rc -eq 1 ] && tail -1 train.err | grep -q "cannot write 'full/m.st': No space left on device" \
+        && ok "a checkpoint on a full disk: exit 1, the reason" \
+        || fail "a checkpoint on a full disk: exit $rc: $(cat train.err)"
+    [ ! -e full/m.st ] && [ -z "$(temps full)" ] && [ ! -e full/m.st.lock ] \
+        && ok "no checkpoint, temp or lock file left on the full disk" \
+        || fail "left on the full disk: $(ls -A full)"
     umount full || fail "cannot unmount the test tmpfs"
 else
     echo "note: cannot mount a small tmpfs (not root, or no permission): full-disk checks skipped"
