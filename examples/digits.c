@@ -30,7 +30,9 @@
  *                  both convs, epsilon 1e-6 on the Linear, BatchNorm folded into its conv; or
  *                  epsilon-gamma-box: z-box with the pixel bounds [0, 1] on the first conv,
  *                  gamma 0.25 on the second), written as SVG heatmaps: DIR/digits_lrp.svg (a
- *                  4x4 grid) and DIR/digit_00.svg ... digit_15.svg. epsilon-plus gives positive
+ *                  4x4 grid) and DIR/digit_00.svg ... digit_15.svg, each written atomically (a
+ *                  full disk leaves the old file or none, never a partial one, and the error
+ *                  names the reason). epsilon-plus gives positive
  *                  maps shaped like the strokes and the larger drop in the deletion check;
  *                  epsilon-gamma-box also marks evidence against the class (blue), spread wider.
  *   --deletion     a sanity check of the explanations (Samek et al. 2017, "pixel flipping"):
@@ -347,14 +349,26 @@ static strix_status forward_host(model *md, batch_buf *bb, const float *host_x, 
     return s;
 }
 
-/* Writes n digits beside their relevance maps to `path` (cols pairs per row). */
+/* Writes n digits beside their relevance maps to `path` (cols pairs per row): drawn into memory,
+ * then written like a checkpoint (strix_write_file_atomic: temp file, fsync, rename), so a failed
+ * write leaves no partial picture and its error says why ("No space left on device"). */
 static strix_status write_svg(const char *path, const heatmap_item *items, int n, int cols,
                               const char *title) {
-    FILE *f = fopen(path, "w");
-    if (!f) return strix_error(STRIX_ERR_IO, "cannot write %s: %s", path, strerror(errno));
-    int bad = heatmap_svg_write(f, items, n, 8, 8, 1.0f, cols, 14, title);
-    bad |= fclose(f) != 0;
-    return bad ? strix_error(STRIX_ERR_IO, "cannot write %s", path) : STRIX_OK;
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *mem = open_memstream(&buf, &len);
+    if (!mem) return strix_error(STRIX_ERR_ALLOC, "out of memory drawing %s", path);
+    int bad = heatmap_svg_write(mem, items, n, 8, 8, 1.0f, cols, 14, title);
+    bad |= fclose(mem) != 0;
+    strix_status s = bad ? strix_error(STRIX_ERR_ALLOC, "out of memory drawing %s", path)
+                         : STRIX_OK;
+    if (s == STRIX_OK) {
+        const void *chunks[1] = {buf};
+        size_t sizes[1] = {len};
+        s = strix_write_file_atomic(path, chunks, sizes, 1);
+    }
+    free(buf);
+    return s;
 }
 
 /* The first EXPLAINED test digits and their relevance: DIR/digits_lrp.svg (a 4x4 grid) and

@@ -210,16 +210,33 @@ STRIX_API strix_status strix_safetensors_write_ex(const char *path,
 // ---- atomic writes -----------------------------------------------------------------------------
 
 /* Writes the concatenation of chunks[0..n) (sizes in bytes) to `path` atomically: a temp file
- * "<path>.tmp.<pid>" is created (O_EXCL), written, flushed and fsync'ed, renamed over `path`, and
- * the directory is fsync'ed. On any failure the temp file is removed, `path` is left as it was, and
- * STRIX_ERR_IO is returned naming the failing step; STRIX_ERR_ARG for an empty or too long path. */
+ * ".strix-tmp-<pid>-<hash of the file name>" beside the target is created (O_EXCL), written,
+ * flushed and fsync'ed, renamed over the target, and the directory is fsync'ed. A symbolic link
+ * at `path` is written through (the target is replaced, in the target's directory; the link
+ * stays). A target that exists and is not a regular file (a directory, device, FIFO) is never
+ * replaced. On any failure the temp file is removed, the target is left as it was, and STRIX_ERR_IO
+ * is returned naming the failing step and the OS reason ("No space left on device");
+ * STRIX_ERR_ARG for an empty or too long path. For a text or picture, render it into memory
+ * first (open_memstream) and pass the buffer as one chunk. */
 STRIX_API strix_status strix_write_file_atomic(const char *path, const void *const *chunks,
                                                const size_t *sizes, int n);
 
+/* The file strix_write_file_atomic(path, ...) replaces, into buf (cap bytes): `path` with the
+ * symbolic links of its last component followed (relative links from the link's directory, at
+ * most 40); `path` itself when it is no link or names nothing yet. STRIX_ERR_ARG for an empty or
+ * too long path, STRIX_ERR_IO for a link loop or an unreadable link. */
+STRIX_API strix_status strix_atomic_target_path(const char *path, char *buf, size_t cap);
+
 /* The temp file name strix_write_file_atomic uses for `path` in this process, into buf (cap
  * bytes; truncated if too small), so a caller can check before a long run that it can be
- * created. */
+ * created. It lies in the target's directory and its file name is at most 38 bytes long. */
 STRIX_API void strix_atomic_temp_path(const char *path, char *buf, size_t cap);
+
+/* Removes the temp files of `path` (the target's) that no running process owns: those of
+ * processes that have ended (kill(pid, 0) fails with ESRCH) and of this process, and the
+ * "<name>.tmp.<pid>" temp files of earlier strix versions. Call it before this process writes
+ * `path`. Returns the number of files removed (0 when the directory cannot be read). */
+STRIX_API int strix_atomic_remove_stale(const char *path);
 
 #ifdef __cplusplus
 }

@@ -8,26 +8,30 @@ source "$(dirname "$0")/lib.bash"
     --out keep.safetensors >/dev/null 2>&1 || { fail "training the reference model"; finish; }
 before=$(sha256sum <keep.safetensors)
 KEEP=(--out keep.safetensors)
+# A new run into keep.safetensors is refused before the corpus is read (it holds a trained
+# checkpoint; replacing it needs --force): the corpus errors go to a new file, never created.
+NEW=(--out new.safetensors)
 
 # ---- corpus
 expect_error "missing file" "cannot open corpus" \
-    "$STRIX" train --data does-not-exist.txt "${TINY[@]}" "${KEEP[@]}"
+    "$STRIX" train --data does-not-exist.txt "${TINY[@]}" "${NEW[@]}"
 : >empty.txt
-expect_error "empty file" "is empty" "$STRIX" train --data empty.txt "${TINY[@]}" "${KEEP[@]}"
+expect_error "empty file" "is empty" "$STRIX" train --data empty.txt "${TINY[@]}" "${NEW[@]}"
 mkdir notext && head -c 4096 /dev/urandom >notext/blob.dat && : >notext/empty
 expect_error "directory without text" "holds no text files" \
-    "$STRIX" train --data notext "${TINY[@]}" "${KEEP[@]}"
+    "$STRIX" train --data notext "${TINY[@]}" "${NEW[@]}"
 head -c 4096 /dev/urandom >binary.bin
 printf 'x\0y' >>binary.bin
 expect_error "binary file" "is not a text file" \
-    "$STRIX" train --data binary.bin "${TINY[@]}" "${KEEP[@]}"
+    "$STRIX" train --data binary.bin "${TINY[@]}" "${NEW[@]}"
 printf 'short text' >short.txt
 expect_error "corpus shorter than one block" "corpus of 10 characters is shorter than one block" \
-    "$STRIX" train --data short.txt "${TINY[@]}" "${KEEP[@]}"
+    "$STRIX" train --data short.txt "${TINY[@]}" "${NEW[@]}"
 head -c 200 "$SHAKESPEARE" >small.txt
 expect_error "block larger than the validation split" \
     "validation split of 20 characters (of a corpus of 200) is shorter than one block" \
-    "$STRIX" train --data small.txt "${TINY[@]}" --block 32 "${KEEP[@]}"
+    "$STRIX" train --data small.txt "${TINY[@]}" --block 32 "${NEW[@]}"
+[ -e new.safetensors ] && fail "a failed run created new.safetensors"
 
 # ---- flags
 expect_error "unknown flag" "strix train: unknown flag --foo" \
@@ -124,7 +128,7 @@ expect_error "unknown command" "unknown command 'fly'" "$STRIX" fly
 after=$(sha256sum <keep.safetensors)
 [ "$before" = "$after" ] && ok "existing checkpoint untouched" \
     || fail "keep.safetensors changed during failed runs"
-ls ./*.tmp.* >/dev/null 2>&1 && fail "temp files left behind: $(ls ./*.tmp.*)"
+ls -A | grep -qE '^\.strix-tmp-|\.tmp\.[0-9]+$' && fail "temp files left behind: $(ls -A)"
 # ---- a model path that is not a regular file never blocks or reads forever
 mkfifo model_fifo
 expect_error "sample --model FIFO" "is not a regular file" timeout 10 "$STRIX" sample --model model_fifo

@@ -81,7 +81,7 @@ fi
 for f in e.svg e.html e.json; do
     grep -q "^wrote $f$" files.txt && [ -s $f ] && ok "wrote $f" || fail "$f missing"
 done
-ls ./*.tmp.* >/dev/null 2>&1 && fail "temp files left behind" || ok "no temp files left"
+ls -A | grep -qE '^\.strix-tmp-|\.tmp\.[0-9]+$' && fail "temp files left behind" || ok "no temp files left"
 # JSON: fields, one entry per position, values as printed
 $PY - "$PROMPT" files.txt <<'PY' && ok "JSON fields and values" || fail "JSON check"
 import json, re, sys

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # help.sh - `strix --help`, `strix train --help`, `strix sample --help` list every flag with its
-# default and exit 0; `strix --version` prints the version; no subcommand is a usage error.
+# default and exit 0; `strix --version` prints the version; no subcommand is a usage error. Every
+# output to stdout that cannot be written (>/dev/full: the help texts, train's result lines,
+# sample's text, explain's table) is an error: one line on stderr, exit 1.
 source "$(dirname "$0")/lib.bash"
 
 "$STRIX" --help >top.txt 2>&1 && grep -q "strix train" top.txt && grep -q "strix sample" top.txt \
@@ -49,4 +51,36 @@ for flag in data out threads time backend log-every stop-after; do
     "$STRIX" train --resume r1.st "${extra[@]}" >/dev/null 2>resume.err \
         && ok "--resume accepts --$flag" || fail "--resume refuses --$flag: $(cat resume.err)"
 done
+# ---- stdout cannot be written: one line on stderr, exit 1 (never a silent 0)
+if [ -w /dev/full ]; then
+    # full_fails NAME CMD...: CMD >/dev/full exits 1, its last line on stderr says that it
+    # cannot write, and why
+    full_fails() {
+        local name=$1
+        shift
+        "$@" >/dev/full 2>full.err
+        local rc=$?
+        # one line says so, the last (train's progress lines come before it)
+        if [ $rc -eq 1 ] && [ "$(grep -c "cannot write" full.err)" -eq 1 ] \
+            && tail -1 full.err | grep -qE "^strix: cannot write .*: No space left on device$"
+        then
+            ok "$name >/dev/full: exit 1, $(tail -1 full.err)"
+        else
+            fail "$name >/dev/full: exit $rc, stderr: $(cat full.err)"
+        fi
+    }
+    full_fails "strix --help" "$STRIX" --help
+    full_fails "strix help" "$STRIX" help
+    for cmd in train sample explain; do full_fails "strix $cmd --help" "$STRIX" $cmd --help; done
+    full_fails "strix train (result lines)" "$STRIX" train --data "$SHAKESPEARE" "${TINY[@]}" \
+        --steps 2 --eval-every 2 --eval-batches 1 --out full.st
+    "$STRIX" train --resume full.st 2>&1 | grep -q "already finished its 2 steps" \
+        && ok "the checkpoint of the run with stdout full is complete" || fail "full.st"
+    full_fails "strix sample" "$STRIX" sample --model full.st --tokens 20
+    full_fails "strix explain (table)" "$STRIX" explain --model full.st --prompt "ROMEO: "
+    "$STRIX" explain --model full.st --prompt "ROMEO: " >/dev/null 2>&1 \
+        && ok "strix explain to /dev/null: exit 0" || fail "explain to /dev/null fails"
+else
+    echo "note: no writable /dev/full; the write-error checks are skipped"
+fi
 finish

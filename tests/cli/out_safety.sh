@@ -2,8 +2,9 @@
 # out_safety.sh - `strix train` never destroys data and never trains for nothing: --out is
 # checked before training starts (the corpus itself, a file inside the --data directory, an
 # existing file that is not a strix checkpoint, a directory, a path ending in '/', an empty path,
-# a missing or unwritable directory are refused with exit 2 and one line), while replacing an
-# existing strix checkpoint stays allowed. --data accepts only regular files (or a directory,
+# a missing or unwritable directory are refused with exit 2 and one line), and so is an existing
+# strix checkpoint of another run (its step named; replacing it needs --force, continuing it
+# --resume). --data accepts only regular files (or a directory,
 # whose non-regular entries are skipped and counted) of at most 1 GiB. Output errors of
 # `strix sample` (a full disk) are reported with exit 1. Two runs never train into one --out.
 source "$(dirname "$0")/lib.bash"
@@ -37,8 +38,9 @@ mkdir texts && cp corpus.txt texts/a.txt
 expect_refused "--out inside the --data directory" "lies inside the corpus directory 'texts'" \
     "$STRIX" train --data texts --out texts/model.safetensors "${RUN[@]}"
 mkdir texts/sub
-expect_refused "--out deeper inside the --data directory" "lies inside the corpus directory" \
-    "$STRIX" train --data texts/ --out texts/sub/../sub/m.st "${RUN[@]}"
+expect_refused "--out inside the --data directory (other spelling)" \
+    "lies inside the corpus directory" \
+    "$STRIX" train --data texts/ --out texts/sub/../m.st "${RUN[@]}"
 [ "$(sha256sum <corpus.txt)" = "$corpus_sum" ] && ok "corpus untouched" || fail "corpus changed"
 [ -e texts/model.safetensors ] && fail "a checkpoint was written inside the corpus directory"
 
@@ -81,15 +83,19 @@ fi
 grep -q "step" early.out && fail "training started before --out was checked: $(cat early.out)" \
     || ok "bad --out refused before training"
 
-# ---- replacing a strix checkpoint stays allowed (make run reuses model.safetensors)
+# ---- a trained checkpoint of another run is not replaced without --force (or --resume)
 "$STRIX" train --data corpus.txt --out model.safetensors "${RUN[@]}" >/dev/null 2>&1 \
     || fail "first run"
-"$STRIX" train --data corpus.txt --out model.safetensors "${RUN[@]}" --seed 5 >again.out \
-    2>again.err
-rc=$?
-[ $rc -eq 0 ] && ok "existing checkpoint replaced (exit 0)" || fail "rerun: exit $rc"
-grep -q "note: model.safetensors exists and will be replaced" again.err \
-    && ok "note line kept" || fail "no note line: $(cat again.err)"
+model_sum=$(sha256sum <model.safetensors)
+expect_refused "a second run into a trained checkpoint" \
+    "--out 'model.safetensors' holds a trained checkpoint (step 4 of 4); pass --force to replace it or --resume to continue it" \
+    "$STRIX" train --data corpus.txt --out model.safetensors "${RUN[@]}" --seed 5
+[ "$(sha256sum <model.safetensors)" = "$model_sum" ] && ok "the trained checkpoint untouched" \
+    || fail "the trained checkpoint changed"
+ln -s model.safetensors model_link.st
+expect_refused "a second run into a trained checkpoint through a link" \
+    "--out 'model_link.st' holds a trained checkpoint (step 4 of 4)" \
+    "$STRIX" train --data corpus.txt --out model_link.st "${RUN[@]}"
 
 # ---- --data: regular files only, at most 1 GiB
 expect_error "--data /dev/zero" "'/dev/zero' is not a regular file" \
@@ -139,8 +145,10 @@ expect_refused "a second run into the same --out" "another strix process is trai
 kill -INT "$first"
 wait "$first" || fail "the first run did not stop cleanly: $(cat locked.err)"
 [ -e locked.st.lock ] && fail "lock file left behind" || ok "lock file removed at exit"
+rm -f locked.st # the interrupted run's checkpoint (replacing it would need --force)
 "$STRIX" train --data corpus.txt "${RUN[@]}" --out locked.st >/dev/null 2>&1 \
     && ok "--out usable again once the first run ended" || fail "--out still locked"
 
-ls ./*.tmp.* >/dev/null 2>&1 && fail "temp files left behind: $(ls ./*.tmp.*)"
+left=$(find . -name '.strix-tmp-*' -o -name '*.tmp.[0-9]*')
+[ -n "$left" ] && fail "temp files left behind: $left"
 finish

@@ -123,5 +123,5 @@ grep -q "interrupted at step" sig.err && ok "second Ctrl-C: stop line printed" \
 grep -q "^stopped:" sig.out && ok "second Ctrl-C: summary printed" || fail "no summary"
 "$STRIX" sample --model sig.st --tokens 5 >/dev/null 2>&1 && ok "checkpoint after the signals loads" \
     || fail "checkpoint after the signals is damaged"
-ls ./*.tmp.* >/dev/null 2>&1 && fail "temp files left behind: $(ls ./*.tmp.*)"
+ls -A | grep -qE '^\.strix-tmp-|\.tmp\.[0-9]+$' && fail "temp files left behind: $(ls -A)"
 finish

@@ -1,15 +1,21 @@
 /*
  * main.c - the strix command: dispatch to the subcommands, --help and --version.
  *
+ * Also the process-wide rules of the command's output: descriptors 0, 1 and 2 are open before any
+ * file is (a closed one gets /dev/null, so no lock file or checkpoint becomes "stderr"), and a
+ * failed write to stdout is an error: one line on stderr and exit status 1, never a silent 0.
+ *
  * Does not train, sample or explain itself (train.c, sample.c, explain.c) and loads nothing on its
  * own.
  */
 #define _POSIX_C_SOURCE 200809L
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "tool.h"
 
@@ -46,7 +52,48 @@ static void print_help(FILE *out) {
             "ever loaded unless named.\n");
 }
 
+/* Opens /dev/null onto each of the descriptors 0, 1, 2 that is closed (a `2>&-` shell), so that the
+ * next file opened never takes a standard descriptor. Returns 0, or -1 when one cannot be made. */
+static int open_std_descriptors(void) {
+    for (int fd = 0; fd <= 2; fd++) {
+        if (fcntl(fd, F_GETFD) != -1 || errno != EBADF) continue;
+        int got = open("/dev/null", fd == 0 ? O_RDONLY : O_WRONLY);
+        if (got != fd) {
+            if (got >= 0) close(got);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* The exit status once the command returned `rc`: a write to stdout that failed (now or earlier,
+ * ferror) turns a success into 1 with one line on stderr; a failure keeps its status (the command
+ * has said why). */
+static int finish_stdout(int rc) {
+    errno = 0;
+    bool flush_failed = fflush(stdout) != 0;
+    int err = errno;
+    if (rc != 0 || (!flush_failed && !ferror(stdout))) return rc;
+    if (flush_failed && err)
+        fprintf(stderr, "strix: cannot write to standard output: %s\n", strerror(err));
+    else
+        fprintf(stderr, "strix: cannot write to standard output (a write failed)\n");
+    return 1;
+}
+
+static int run_command(int argc, char **argv);
+
 int main(int argc, char **argv) {
+    if (open_std_descriptors() != 0) return 2; /* nowhere to say it */
+    /* Into a file or pipe, a help text or a table stays buffered until finish_stdout, whose flush
+     * then names the reason of a failure (a failed flush midway loses errno); the commands flush
+     * their progress themselves. */
+    static char out_buffer[1 << 16]; /* glibc ignores the size without a buffer */
+    if (!isatty(STDOUT_FILENO)) setvbuf(stdout, out_buffer, _IOFBF, sizeof out_buffer);
+    return finish_stdout(run_command(argc, argv));
+}
+
+static int run_command(int argc, char **argv) {
     if (argc < 2) {
         print_help(stderr);
         return 2;
@@ -70,7 +117,7 @@ int main(int argc, char **argv) {
             fprintf(stderr, "strix: cannot write the version: %s\n", strerror(errno));
             return 1;
         }
-        return 0;
+        return 0; /* any other write error is reported by finish_stdout */
     }
     if (strcmp(cmd, "train") == 0) return cmd_train(argc, argv);
     if (strcmp(cmd, "sample") == 0) return cmd_sample(argc, argv);

@@ -1,11 +1,14 @@
 /*
- * out_file.c - the file a run writes: checks before training, the "<out>.lock" lock, and the stop
- * signals held off around a save (out_file.h).
+ * out_file.c - the file a run writes: checks before training, the "<out>.lock" lock (beside the
+ * target of a symbolic link, like the saves), the removal of temp files that ended runs left, and
+ * the stop signals held off around a save (out_file.h).
  */
 #define _XOPEN_SOURCE 700 /* POSIX 2008 with realpath */
 
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -32,8 +35,29 @@ void out_parent_of(const char *path, char *buf, size_t cap) {
     else snprintf(buf, cap, "%.*s", (int)(slash - path), path);
 }
 
+/* FNV-1a, 64 bits, of s: the lock name of an output whose "<name>.lock" would be too long. */
+static unsigned long long name_hash(const char *s) {
+    unsigned long long h = 0xcbf29ce484222325ull;
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
+    return h;
+}
+
+/* One line about the existing checkpoint at `out` (the file `target`) that replace_ok does not
+ * allow to replace. */
+static void refuse_replace(const char *out, const char *target) {
+    strix_checkpoint *ck;
+    char what[96] = "";
+    if (strix_checkpoint_open(target, &ck) == STRIX_OK) {
+        const strix_checkpoint_info *i = strix_checkpoint_info_of(ck);
+        snprintf(what, sizeof what, " (step %" PRId64 " of %" PRId64 ")", i->state.step,
+                 i->train.steps);
+        strix_checkpoint_close(ck);
+    }
+    fprintf(stderr, "strix train: --out '%s' holds a trained checkpoint%s; pass --force to "
+                    "replace it or --resume to continue it\n", out, what);
+}
+
 int out_check(const char *out, const char *data, bool replace_ok) {
-    (void)replace_ok; /* TODO(issue 10 item 8): refuse another run's checkpoint without it */
     size_t len = strlen(out);
     if (len == 0) {
         fprintf(stderr, "strix train: --out is empty; give the checkpoint's file name\n");
@@ -44,8 +68,22 @@ int out_check(const char *out, const char *data, bool replace_ok) {
                         "%smodel.safetensors\n", out, out);
         return 2;
     }
+    /* Through a symbolic link the save replaces the link's target, in the target's directory. */
+    char target[STRIX_PATH_MAX];
+    if (strix_atomic_target_path(out, target, sizeof target) != STRIX_OK) {
+        fprintf(stderr, "strix train: %s\n", strix_last_error());
+        return 2;
+    }
     struct stat os, ds;
-    bool exists = stat(out, &os) == 0;
+    bool exists = stat(target, &os) == 0;
+    if (!exists && errno != ENOENT) { /* a name over NAME_MAX, a path through a file, ... */
+        int err = errno;
+        if (err != ENOTDIR) {
+            fprintf(stderr, "strix train: cannot write the checkpoint %s: %s\n", out,
+                    strerror(err));
+            return 2;
+        }
+    }
     if (exists && S_ISDIR(os.st_mode)) {
         fprintf(stderr, "strix train: --out '%s' is a directory; give a file name such as "
                         "%s/model.safetensors\n", out, out);
@@ -56,7 +94,7 @@ int out_check(const char *out, const char *data, bool replace_ok) {
         return 2;
     }
     char parent[STRIX_PATH_MAX];
-    out_parent_of(out, parent, sizeof parent);
+    out_parent_of(target, parent, sizeof parent);
     struct stat ps;
     int parent_err = stat(parent, &ps) != 0 ? errno : S_ISDIR(ps.st_mode) ? 0 : ENOTDIR;
     if (parent_err) {
@@ -70,27 +108,29 @@ int out_check(const char *out, const char *data, bool replace_ok) {
                             "overwrite it (choose another --out)\n", out, data);
             return 2;
         }
-        if (S_ISDIR(ds.st_mode)) {
-            char abs_parent[STRIX_PATH_MAX], abs_data[STRIX_PATH_MAX];
-            out_resolve_path(parent, abs_parent, sizeof abs_parent);
-            out_resolve_path(data, abs_data, sizeof abs_data);
-            size_t n = strlen(abs_data);
-            if (strncmp(abs_parent, abs_data, n) == 0 &&
-                (abs_parent[n] == '\0' || abs_parent[n] == '/' || n == 1)) {
-                fprintf(stderr, "strix train: --out '%s' lies inside the corpus directory '%s'; "
-                                "write the checkpoint elsewhere\n", out, data);
-                return 2;
-            }
+        /* A corpus directory is read non-recursively (its regular files only), so only a file
+         * directly in it could become part of the corpus; its subdirectories may hold --out. */
+        if (S_ISDIR(ds.st_mode) && stat(parent, &ps) == 0 && ps.st_dev == ds.st_dev &&
+            ps.st_ino == ds.st_ino) {
+            fprintf(stderr, "strix train: --out '%s' lies inside the corpus directory '%s'; "
+                            "write the checkpoint elsewhere (or in a subdirectory)\n", out, data);
+            return 2;
         }
     }
-    if (exists && strix_checkpoint_probe(out) != STRIX_OK) {
+    if (exists && strix_checkpoint_probe(target) != STRIX_OK) {
         fprintf(stderr, "strix train: --out '%s' exists and is not a strix checkpoint; refusing "
                         "to replace it (remove it or choose another --out)\n", out);
         return 2;
     }
-    char tmp[STRIX_PATH_MAX + 32];
+    if (exists && !replace_ok) {
+        refuse_replace(out, target);
+        return 2;
+    }
+    char tmp[STRIX_PATH_MAX + 64];
     strix_atomic_temp_path(out, tmp, sizeof tmp);
     int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL, 0644);
+    if (fd < 0 && errno == EEXIST && strix_atomic_remove_stale(out) > 0)
+        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL, 0644); /* a file of an ended process */
     if (fd < 0) {
         fprintf(stderr, "strix train: cannot write the checkpoint %s: %s\n", out,
                 strerror(errno));
@@ -102,11 +142,22 @@ int out_check(const char *out, const char *data, bool replace_ok) {
 }
 
 int out_lock_take(out_lock *l, const char *out) {
-    snprintf(l->path, sizeof l->path, "%s.lock", out);
+    /* The lock follows a symbolic link to the file the saves replace, like the temp files. */
+    char target[STRIX_PATH_MAX];
+    if (strix_atomic_target_path(out, target, sizeof target) != STRIX_OK)
+        snprintf(target, sizeof target, "%s", out);
+    const char *slash = strrchr(target, '/');
+    const char *base = slash ? slash + 1 : target;
+    if (strlen(base) + strlen(".lock") <= NAME_MAX)
+        snprintf(l->path, sizeof l->path, "%s.lock", target);
+    else /* "<name>.lock" would exceed NAME_MAX: a short name beside it */
+        snprintf(l->path, sizeof l->path, "%.*s.strix-lock-%016llx",
+                 slash ? (int)(slash - target + 1) : 0, target, name_hash(base));
     /* The lock file is removed at exit, so a lock taken on a file that was unlinked meanwhile
-     * protects nothing: after locking, check that the path still names the locked file. */
+     * protects nothing: after locking, check that the path still names the locked file. A lock
+     * file left by a killed process holds no lock (flock ends with its process) and is reused. */
     for (int attempt = 0; attempt < 8; attempt++) {
-        int fd = open(l->path, O_RDWR | O_CREAT, 0644);
+        int fd = open(l->path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
         if (fd < 0) {
             fprintf(stderr, "strix train: cannot create the lock file %s: %s\n", l->path,
                     strerror(errno));
@@ -128,6 +179,12 @@ int out_lock_take(out_lock *l, const char *out) {
         if (fstat(fd, &held) == 0 && stat(l->path, &named) == 0 &&
             held.st_dev == named.st_dev && held.st_ino == named.st_ino) {
             l->fd = fd;
+            /* Holding the lock, no other strix process writes this output: temp files of
+             * processes that have ended are leftovers (a kill -9 during a save). */
+            int removed = strix_atomic_remove_stale(out);
+            if (removed > 0)
+                fprintf(stderr, "strix: note: removed %d temporary file%s of %s left by an "
+                                "ended run\n", removed, removed == 1 ? "" : "s", out);
             return 0;
         }
         close(fd); /* the file was removed by the process that held it: take the new one */
@@ -146,15 +203,30 @@ void out_lock_release(out_lock *l) {
 // ---- stop signals ------------------------------------------------------------------------------
 
 volatile sig_atomic_t out_stop_signal;
+/* Non-zero between out_save_begin and out_save_end. Any thread may take a process-directed
+ * signal (OpenMP's and OpenBLAS's workers block nothing), so the handler decides from this flag,
+ * not from the calling thread's signal mask. */
+static volatile sig_atomic_t out_saving;
 
-static void on_signal(int sig) { out_stop_signal = sig; }
+/* The first stop signal, and every one during a save, only sets the flag; a second one outside a
+ * save ends the process as the signal's default action would (killed by SIGINT: status 130). */
+static void on_signal(int sig) {
+    if (out_stop_signal && !out_saving) {
+        signal(sig, SIG_DFL);
+        raise(sig); /* blocked in this handler; delivered, and fatal, when it returns */
+        return;
+    }
+    out_stop_signal = sig;
+}
 
 void out_stop_signals_install(void) {
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_signal;
-    sa.sa_flags = SA_RESETHAND; /* a second Ctrl-C mid-step ends the process; saves hold it off */
+    sa.sa_flags = SA_RESTART; /* no SA_RESETHAND: the handler itself decides when to end */
     sigemptyset(&sa.sa_mask);
+    sigaddset(&sa.sa_mask, SIGINT); /* one handler at a time, whichever signal and thread */
+    sigaddset(&sa.sa_mask, SIGTERM);
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
 }
@@ -165,14 +237,16 @@ void out_stop_signals_ignore(void) {
 }
 
 void out_save_begin(out_save_guard *g) {
+    out_saving = 1;
     sigset_t stop_set;
     sigemptyset(&stop_set);
     sigaddset(&stop_set, SIGINT);
     sigaddset(&stop_set, SIGTERM);
-    sigprocmask(SIG_BLOCK, &stop_set, &g->old);
+    sigprocmask(SIG_BLOCK, &stop_set, &g->old); /* this thread's system calls run on */
 }
 
 void out_save_end(out_save_guard *g) {
     if (out_stop_signal) out_stop_signals_ignore();
+    out_saving = 0;
     sigprocmask(SIG_SETMASK, &g->old, NULL);
 }

@@ -23,21 +23,27 @@ void out_parent_of(const char *path, char *buf, size_t cap);
 
 /* Refuses (exit code 2, one line on stderr) an --out that the run could not or must not write,
  * before any training: an empty path, a path ending in '/', a directory or other non-regular
- * file, the corpus itself or a path inside the corpus directory, an existing file that is not a
- * strix checkpoint, a missing or unwritable directory (tried by creating and removing the very
- * temp file the atomic save will use). `data` is the corpus path (NULL: none to compare with).
- * `replace_ok`: an existing strix checkpoint may be replaced (--force or --resume).
+ * file, the corpus itself or a file directly in the corpus directory (it is read
+ * non-recursively: its subdirectories may hold --out), an existing file that is not a strix
+ * checkpoint, an existing strix checkpoint unless `replace_ok` (--force or --resume; the line
+ * names its step and the two flags), a missing or unwritable directory (tried by creating and
+ * removing the very temp file the atomic save will use). A symbolic link is judged by its target,
+ * which the saves replace. `data` is the corpus path (NULL: none to compare with).
  * Returns 0 when the path may be written. */
 int out_check(const char *out, const char *data, bool replace_ok);
 
-/* An advisory lock on "<out>.lock" (flock; the file is removed at release). */
+/* An advisory lock on "<target>.lock" beside the file the saves replace (the target of a link),
+ * or on "<dir>/.strix-lock-<hash>" when that name would exceed NAME_MAX (flock; the file is
+ * removed at release; one left by a killed process holds no lock and is reused). */
 typedef struct out_lock {
     int fd; /* -1: not held */
     char path[STRIX_PATH_MAX + 8];
 } out_lock;
 
-/* Takes the lock of `out` so that two strix processes never train into the same file. Returns 0,
- * or 2 (one line on stderr) when another process holds it or it cannot be made. */
+/* Takes the lock of `out` so that two strix processes never train into the same file, then
+ * removes the temp files of `out` that ended processes left (strix_atomic_remove_stale; a note on
+ * stderr names how many). Returns 0, or 2 (one line on stderr) when another process holds it or
+ * it cannot be made. */
 int out_lock_take(out_lock *l, const char *out);
 
 /* Releases a held lock and removes its file; nothing when l->fd < 0. */
@@ -47,14 +53,18 @@ void out_lock_release(out_lock *l);
 extern volatile sig_atomic_t out_stop_signal;
 
 /* Installs the stop handlers: the first SIGINT/SIGTERM sets out_stop_signal, the run finishes its
- * step, saves and reports; a second one outside a save ends the process at once. */
+ * step, saves and reports; a second one outside a save ends the process at once (killed by the
+ * signal, as without a handler); during a save (out_save_begin..out_save_end) every one only sets
+ * the flag, whichever thread of the process takes it. */
 void out_stop_signals_install(void);
 
 /* From here on stop signals are ignored (pending ones discarded): the run only saves and
  * reports. */
 void out_stop_signals_ignore(void);
 
-/* Brackets a save: signals that arrive between begin and end are held until end. */
+/* Brackets a save: stop signals that arrive between begin and end never end the process; they
+ * are recorded in out_stop_signal (and held in the calling thread until end). At end, once a stop
+ * was asked for, later ones are ignored. */
 typedef struct out_save_guard {
     sigset_t old;
 } out_save_guard;

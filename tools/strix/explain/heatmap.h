@@ -108,7 +108,9 @@ static inline void heat_svg_legend(FILE *f, double x, double y, double width, co
 
 /* Writes an SVG of n images (h, w) beside their relevance maps, `cols` pairs per row (<= 0: all
  * in one row), each pixel a `cell`-pixel square, with `title` (or NULL) on top and a colour
- * legend below. Returns 0, or -1 when a write to f failed (ferror). */
+ * legend below. Returns 0, or -1 when a write to f failed (ferror). For a file, write into an
+ * open_memstream and hand the buffer to strix_write_file_atomic (examples/digits.c, write_svg),
+ * so that no partial picture is ever left. */
 static inline int heatmap_svg_write(FILE *f, const heatmap_item *items, int n, int h, int w,
                                     float pixel_max, int cols, int cell, const char *title) {
     if (cols <= 0 || cols > n) cols = n > 0 ? n : 1;
