@@ -7,7 +7,7 @@ source "$(dirname "$0")/lib.bash"
 "$STRIX" train --data "$SHAKESPEARE" "${TINY[@]}" --steps 4 --eval-every 2 --eval-batches 2 \
     --out keep.safetensors >/dev/null 2>&1 || { fail "training the reference model"; finish; }
 before=$(sha256sum <keep.safetensors)
-KEEP=(--out keep.safetensors)
+KEEP=(--out keep.safetensors --force) # replaceable: each bad flag must still leave it
 # A new run into keep.safetensors is refused before the corpus is read (it holds a trained
 # checkpoint; replacing it needs --force): the corpus errors go to a new file, never created.
 NEW=(--out new.safetensors)

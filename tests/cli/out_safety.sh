@@ -145,7 +145,7 @@ expect_refused "a second run into the same --out" "another strix process is trai
 kill -INT "$first"
 wait "$first" || fail "the first run did not stop cleanly: $(cat locked.err)"
 [ -e locked.st.lock ] && fail "lock file left behind" || ok "lock file removed at exit"
-rm -f locked.st # the interrupted run's checkpoint (replacing it would need --force)
+rm -f locked.st locked.st.metrics.jsonl # the interrupted run's files (replacing: --force)
 "$STRIX" train --data corpus.txt "${RUN[@]}" --out locked.st >/dev/null 2>&1 \
     && ok "--out usable again once the first run ended" || fail "--out still locked"
 

@@ -104,8 +104,9 @@ echo partial >".strix-tmp-$dead-$h"          # of an ended process: removed
 echo partial >"killed.st.tmp.$dead"          # of an earlier strix version: removed
 echo live >".strix-tmp-$$-$h"                # of a live process (this shell): kept
 echo other >".strix-tmp-$dead-$(fnv other.st)" # of another output: kept
+# (--force: the killed run's metrics log is another run's)
 "$STRIX" train --data corpus.txt "${TINY[@]}" --steps 4 --eval-every 2 --eval-batches 2 \
-    --out killed.st >/dev/null 2>next.err
+    --out killed.st --force >/dev/null 2>next.err
 rc=$?
 [ $rc -eq 0 ] && ok "the next run into the killed run's --out: exit 0" \
     || fail "the next run: exit $rc: $(cat next.err)"

@@ -1,10 +1,8 @@
 #!/usr/bin/env bash
 # train_force.sh - a new `strix train` into an existing checkpoint (another run's, issue 10 item 8)
 # is refused with exit 2 and one line naming --force, leaving the file byte for byte; with --force
-# it is replaced (and so is its metrics log); --resume needs no --force.
-# The refusal itself is out_check's (tools/strix/out_file.c, the io part of issue 10): while that
-# file still has its TODO stub, the refusal checks are skipped and the test exits 77 (skipped)
-# after the other checks pass.
+# it is replaced (and so is its metrics log); --resume needs no --force. The refusal is
+# out_check's (tools/strix/out_file.c).
 source "$(dirname "$0")/lib.bash"
 
 RUN=("${TINY[@]}" --eval-batches 2 --steps 4 --eval-every 2)
@@ -12,16 +10,12 @@ head -c 20000 "$SHAKESPEARE" >corpus.txt
 "$STRIX" train --data corpus.txt --out m.safetensors "${RUN[@]}" >/dev/null 2>&1 || fail "first run"
 cp m.safetensors first.safetensors
 
-stub=false
-grep -q "TODO(issue 10 item 8)" "$ROOT/tools/strix/out_file.c" && stub=true
-if ! $stub; then
-    expect_error "second run without --force" "--force" \
-        "$STRIX" train --data corpus.txt --out m.safetensors "${RUN[@]}" --seed 2
-    "$STRIX" train --data corpus.txt --out m.safetensors "${RUN[@]}" --seed 2 >/dev/null 2>&1
-    rc=$?
-    [ "$rc" -eq 2 ] && ok "exit 2" || fail "second run without --force: exit $rc, expected 2"
-    same_file "the checkpoint is untouched" first.safetensors m.safetensors
-fi
+expect_error "second run without --force" "--force" \
+    "$STRIX" train --data corpus.txt --out m.safetensors "${RUN[@]}" --seed 2
+"$STRIX" train --data corpus.txt --out m.safetensors "${RUN[@]}" --seed 2 >/dev/null 2>&1
+rc=$?
+[ "$rc" -eq 2 ] && ok "exit 2" || fail "second run without --force: exit $rc, expected 2"
+same_file "the checkpoint is untouched" first.safetensors m.safetensors
 
 "$STRIX" train --data corpus.txt --out m.safetensors "${RUN[@]}" --seed 2 --force >out.txt 2>err.txt
 rc=$?
@@ -35,8 +29,4 @@ cmp -s first.safetensors m.safetensors && fail "--force did not replace the chec
 "$STRIX" train --data corpus.txt --out r.safetensors "${RUN[@]}" --stop-after 2 >/dev/null 2>&1
 "$STRIX" train --resume r.safetensors >/dev/null 2>&1 && ok "--resume needs no --force" \
     || fail "--resume refused"
-if $stub; then
-    echo "SKIP: out_check does not refuse yet (tools/strix/out_file.c has its TODO stub)"
-    [ "$FAILS" -eq 0 ] && exit 77
-fi
 finish

@@ -503,7 +503,7 @@ static int explain(strix_gpt *g, const strix_vocab *vocab, const explain_flags *
                (unsigned long long)del.seed, del.before, del.after_random,
                del.before - del.after_random);
     }
-    fflush(stdout);
+    int write_err = fflush(stdout) != 0 ? errno : 0; /* errno is lost at a later flush */
     warn_conservation(&ex, cfg.method == STRIX_GPT_EXPLAIN_INTEGRATED_GRADIENTS);
     const char *paths[3] = {f->svg, f->html, f->json};
     for (int k = 0; k < 3 && rc == 0; k++) {
@@ -515,9 +515,10 @@ static int explain(strix_gpt *g, const strix_vocab *vocab, const explain_flags *
     render_group_free(&re);
     strix_gpt_explanation_free(&ex);
     errno = 0;
-    if (rc == 0 && (fflush(stdout) != 0 || ferror(stdout))) {
+    if (fflush(stdout) != 0 && !write_err) write_err = errno;
+    if (rc == 0 && (write_err || ferror(stdout))) {
         fprintf(stderr, "strix: cannot write the explanation: %s\n",
-                errno ? strerror(errno) : "write error on standard output");
+                write_err ? strerror(write_err) : "write error on standard output");
         rc = 1;
     }
     return rc;

@@ -20,6 +20,7 @@
 #define _XOPEN_SOURCE 700 /* POSIX 2008 with realpath */
 
 #include <inttypes.h>
+#include <limits.h>
 #include <math.h>
 #include <errno.h>
 #include <stdio.h>
@@ -148,11 +149,12 @@ static void print_train_help(arg_spec *specs, int n) {
            "of the text trains, the rest validates. Every --eval-every steps and at the end it\n"
            "prints \"step N: val loss X\" and saves the checkpoint (atomically: a failed run\n"
            "never damages an existing file). Ctrl-C finishes the current step, saves and exits 0;\n"
-           "a second Ctrl-C before the save ends the process at once (the last checkpoint stays\n"
-           "intact), and Ctrl-C during the save is held off until the file is complete.\n"
+           "a second Ctrl-C during a step ends the process at once (the last checkpoint stays\n"
+           "intact), and any Ctrl-C during the save is held off until the file is complete.\n"
            "--out must be a new file, or a strix checkpoint replaced only with --force (or\n"
-           "--resume); an existing file of another kind, a directory, a path inside the --data\n"
-           "directory or --data itself is refused before training starts.\n"
+           "--resume); an existing file of another kind, a directory, a file directly in the\n"
+           "--data directory or --data itself is refused before training starts. A symbolic\n"
+           "link is written through to its target.\n"
            "\n");
     args_print_help(stdout, specs, n);
     printf("\n"
@@ -827,6 +829,12 @@ static int setup_outputs(run *r, const train_flags *f, int64_t resume_step, bool
     bool none = f->metrics && strcmp(f->metrics, "none") == 0;
     if (f->metrics && !none) snprintf(path, sizeof path, "%s", f->metrics);
     else metrics_default_path(r->out, path, sizeof path);
+    const char *base = strrchr(path, '/');
+    if (!f->metrics && strlen(base ? base + 1 : path) > NAME_MAX) {
+        fprintf(stderr, "strix: note: no metrics log: its default name %s would exceed %d bytes "
+                        "(give --metrics PATH)\n", path, NAME_MAX);
+        none = true;
+    }
     if (!none) {
         int rc = metrics_open(&r->metrics, path, r->out, resume_step, replace_ok);
         if (rc) return rc;
