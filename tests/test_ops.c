@@ -1,7 +1,7 @@
 /*
  * test_ops.c - every backend primitive on every backend, against PyTorch goldens
  * (tests/golden/ops/<case>.bin, written by tools/ref/ops_ref.py), plus the exact edge cases of
- * spec/decisions.md.
+ * docs/SEMANTICS.md (edge cases).
  *
  * Table-driven (ggml test-backend-ops style, tests/ops/op_harness.h): each table lists {golden
  * file, runner, tolerance}; each case runs on every backend of tl_backend_names[] (a new backend
@@ -299,7 +299,7 @@ static void test_golden_cases(void **state) {
     assert_int_equal(failures, 0);
 }
 
-// ---- exact edge cases (spec/decisions.md) -----------------------------------------------------
+// ---- exact edge cases (docs/SEMANTICS.md) -------------------------------------------------
 
 static void test_relu_kink(void **state) {
     (void)state;

@@ -1,6 +1,6 @@
 /*
  * test_sample.c - the sampler and the generator of strix/sample.h, with exact values for every rule
- * of spec/decisions.md: greedy with ties, temperature (exact probabilities, the max subtracted
+ * of docs/SEMANTICS.md (edge cases): greedy with ties, temperature (exact probabilities, the max subtracted
  * before scaling), top-k (1 = greedy, > V = off), top-p (tiny = top token, 1 = all, ties to the
  * lower id), NaN / +inf / all -inf logits, -inf entries never chosen, config errors; the draw (one
  * uniform, inverse CDF in rank order) against an independent computation; determinism; 20,000

@@ -1,6 +1,6 @@
 /*
  * kernels/cnn.h - per-row, per-plane and per-pixel math of im2col/col2im and of max/average
- * pooling (include/strix/ops/cnn.h, spec/backend-semantics.md §1.1 "CNN").
+ * pooling (include/strix/ops/cnn.h, docs/SEMANTICS.md "CNN orders").
  *
  * Each function handles one lane: a row (or a piece of one) of col, a row, a plane or one pixel
  * of an image plane (col2im, pool backward gathers), one pooled output or one output row. The

@@ -1,9 +1,9 @@
 /*
  * kernels/loss.h - per-element math of binary cross-entropy with logits and its gradient
- * (spec/backend-semantics.md §1.1; PyTorch BCEWithLogitsLoss, reduction='none').
+ * (PyTorch BCEWithLogitsLoss, reduction='none').
  *
  * Pure scalar functions; the loops live in the backends. Infinite logits give the limit of the
- * formula, never inf − inf = NaN (spec/decisions.md). Exponentials are strix_kernel_expf
+ * formula, never inf − inf = NaN (docs/SEMANTICS.md, edge cases). Exponentials are strix_kernel_expf
  * (kernels/mathf.h), so every backend evaluates the same expression.
  */
 #ifndef STRIX_KERNELS_LOSS_H

@@ -1,6 +1,6 @@
 /*
  * kernels/norm.h - BatchNorm (per channel) and GroupNorm (per example and group) math
- * (include/strix/ops/cnn.h, spec/backend-semantics.md §1.1 "CNN").
+ * (include/strix/ops/cnn.h, docs/SEMANTICS.md "CNN orders").
  *
  * Summation order (every sum of this file, so that every backend can reproduce it): a sum runs
  * over rows of `spatial` contiguous values (BatchNorm: the rows of one channel, examples

@@ -1,6 +1,6 @@
 /*
  * kernels/recurrent.h - per-element math of the recurrent cells (Elman RNN, LSTM, GRU) and the
- * per-output GRU recurrent relevance sum (spec/backend-semantics.md §1.3 RecurrentCellArgs;
+ * per-output GRU recurrent relevance sum (the slots of strix_cell_op;
  * LRP after Arras et al. 2019, "Explaining and interpreting LSTMs": gates get no relevance).
  *
  * Slot meanings are documented at strix_cell_op (include/strix/ops/recurrent.h). Each element

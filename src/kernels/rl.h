@@ -1,7 +1,7 @@
 /*
  * kernels/rl.h - per-row math of the reinforcement-learning primitives: the rows of each
  * strix_rl_op (slots documented in include/strix/ops/rl.h) and SAC's tanh-Gaussian policy
- * (spec/backend-semantics.md §1.3 RlRowArgs, §5).
+ * (Haarnoja et al. 2018, "Soft Actor-Critic", appendix C).
  *
  * Each function handles ONE row (one element for the Polyak blend and the tanh-Gaussian
  * backward); the backend decides which rows run where. Row sums run over the columns in ascending

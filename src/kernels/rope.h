@@ -3,7 +3,7 @@
  * Hugging Face rotate-half layout, pairs (i, i + head_dim/2).
  *
  * The caller picks the position (pos0 + r mod seq_len) and passes that row of the cos/sin tables;
- * it must lie inside the tables (spec/decisions.md: positions are never wrapped past the table).
+ * it must lie inside the tables (docs/SEMANTICS.md, edge cases: positions are never wrapped past the table).
  */
 #ifndef STRIX_KERNELS_ROPE_H
 #define STRIX_KERNELS_ROPE_H

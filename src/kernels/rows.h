@@ -6,7 +6,7 @@
  * the columns in ascending order from 0.0f. Aliasing rules are the public ones of
  * include/strix/backend.h: each function reads an element before it writes the same index, so
  * out == in is safe wherever the API allows it. Rows whose every entry is -inf carry "no mass"
- * (spec/decisions.md): softmax gives zeros, logsumexp gives -inf. Exponentials are
+ * (docs/SEMANTICS.md, edge cases): softmax gives zeros, logsumexp gives -inf. Exponentials are
  * strix_kernel_expf (kernels/mathf.h), computed in a loop of their own so that it vectorises.
  */
 #ifndef STRIX_KERNELS_ROWS_H

@@ -276,7 +276,7 @@ static double weighted_sum(const float *x, const float *w, size_t n) {
 
 // ---- exact edge cases --------------------------------------------------------------------------
 
-/* decisions.md: BCE at ±inf is the limit (finite when the target agrees with the sign), never
+/* docs/SEMANTICS.md, edge cases: BCE at ±inf is the limit (finite when the target agrees with the sign), never
  * NaN; ±1000 is finite and exact. */
 static void test_bce_infinities(void **state) {
     (void)state;

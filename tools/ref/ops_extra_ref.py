@@ -8,7 +8,7 @@ tanh_gaussian,rl_rows,rope_rotate_half}.bin (about 40 KB in all), in the format 
 
 References: BCE is torch.nn.functional.binary_cross_entropy_with_logits (reduction='none') and
 its autograd gradient. The rest have no single PyTorch op, so each is a direct transcription of
-its formula (spec/backend-semantics.md, include/strix/backend.h, include/strix/ops/rl.h), written
+its formula (docs/SEMANTICS.md, include/strix/backend.h, include/strix/ops/rl.h), written
 independently of the C code, with torch.autograd on the transcribed forward for every gradient:
 RMSNorm x·rsqrt(mean(x²)+eps)·gamma; attention masks as boolean masks; the tanh-Gaussian policy;
 DQN / REINFORCE / PPO-Clip losses; the (Double) DQN target; Polyak averaging. accumulate_rows and

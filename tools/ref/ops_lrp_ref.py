@@ -7,7 +7,7 @@ Run from the repository root with Debian's python3 (PyTorch 1.13, NumPy):
 It writes tests/golden/ops/lrp_*.bin and logic_*.bin (format: tools/ref/ops_ref.py).
 
 PyTorch has no single op for these rules, so each expected value is a straightforward float64
-transcription of the formula in the header / spec/backend-semantics.md §1 (the per-term sums of
+transcription of the formula in the header (the per-term sums of
 the spec, not strix's gradient×input association), cast to float32. The script also checks the
 known identities and stops if one fails:
   - lrp_linear with zero bias and eps -> 0 conserves relevance, and equals the gradient×input form

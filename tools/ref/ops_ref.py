@@ -5,7 +5,7 @@ Run from the repository root with Debian's python3 (PyTorch 1.13):
     /usr/bin/python3 tools/ref/ops_ref.py
 It writes tests/golden/ops/<case>.bin (about 0.5 MB in all). Each file holds inputs and expected
 outputs as float32 arrays (integer indices are stored as exact floats). Where strix decides an
-edge case differently from PyTorch (spec/decisions.md: an all -inf row has "no mass"), the
+edge case differently from PyTorch (docs/SEMANTICS.md, edge cases: an all -inf row has "no mass"), the
 expected rows are overwritten with strix's values and the override is commented here.
 
 File format (little-endian), read by tests/testlib.h:
@@ -67,7 +67,7 @@ def softmax_rows():
     x[1, :] = NEG_INF  # all -inf: strix gives a zero row (torch gives NaN)
     dy = randn(37, 129)
     y, dx = grad_of(lambda t: torch.softmax(t, dim=1), x, dy)
-    y[1, :] = 0.0  # decisions.md: no mass -> zeros
+    y[1, :] = 0.0  # docs/SEMANTICS.md: no mass -> zeros
     dx[1, :] = 0.0
     return [("x", x), ("dy", dy), ("y", y), ("dx", dx)]
 

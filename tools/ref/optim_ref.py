@@ -77,7 +77,7 @@ def loss_ce():
 
 def loss_ce_edge():
     """Large logits (no overflow, no -inf), and -inf logits outside the target without smoothing:
-    finite loss, zero gradient there (decisions.md)."""
+    finite loss, zero gradient there (docs/SEMANTICS.md, edge cases)."""
     x = randn(6, 9, scale=2.0)
     x[0] += 1000.0                      # huge common offset
     x[1, 2] = 80.0                      # one dominant logit (the target: loss ~ 0)

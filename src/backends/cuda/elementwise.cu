@@ -7,7 +7,7 @@
  * Orders: column_sums gives each column one owner thread that adds the rows ascending from 0.0f
  * (the CPU's bits). sum_squares follows its documented 32-lane order exactly (the CPU's bits).
  * sum and dot are the CPU's single ascending pass for n <= SUM_SEQUENTIAL_MAX, and above it a
- * fixed two-stage tree that depends on n only (spec/backend-semantics.md: multi-block dot/sum
+ * fixed two-stage tree that depends on n only (docs/SEMANTICS.md: multi-block dot/sum
  * match the CPU to rounding). No atomics.
  */
 #include "backends/cuda/cuda_internal.h"
