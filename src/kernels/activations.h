@@ -1,6 +1,7 @@
 /*
  * kernels/activations.h - per-element forward and derivative of each strix_act
- * (PyTorch's definitions; GELU in its erf form). Pure scalar functions; the loops live in the backends.
+ * (PyTorch's definitions; GELU in its erf form). Pure scalar functions; the loops live in the
+ * backends.
  *
  * Derivatives are taken at the forward INPUT x. RELU's backward is a select (x > 0 ? g : 0), so
  * the kink at 0 gives exactly 0.

@@ -1,6 +1,7 @@
 /*
  * kernels/dropout.h - inverted dropout of one element with the counter RNG U(seed, k) of
- * docs/SEMANTICS.md "Counter-based uniform", so a mask depends only on (seed, offset + i) on every backend.
+ * docs/SEMANTICS.md "Counter-based uniform", so a mask depends only on (seed, offset + i) on every
+ * backend.
  *
  * strix_kernel_uniform is a device-callable copy of strix_uniform_counter (include/strix/core.h);
  * tests/test_ops.c checks that the two agree bit for bit.

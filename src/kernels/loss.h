@@ -3,8 +3,8 @@
  * (PyTorch BCEWithLogitsLoss, reduction='none').
  *
  * Pure scalar functions; the loops live in the backends. Infinite logits give the limit of the
- * formula, never inf − inf = NaN (docs/SEMANTICS.md, edge cases). Exponentials are strix_kernel_expf
- * (kernels/mathf.h), so every backend evaluates the same expression.
+ * formula, never inf − inf = NaN (docs/SEMANTICS.md, edge cases). Exponentials are
+ * strix_kernel_expf (kernels/mathf.h), so every backend evaluates the same expression.
  */
 #ifndef STRIX_KERNELS_LOSS_H
 #define STRIX_KERNELS_LOSS_H
