@@ -333,10 +333,14 @@ static strix_status load(const unsigned char *p, size_t n, bool lazy, strix_safe
                            "length", n);
     uint64_t header_len = 0;
     for (int b = 0; b < 8; b++) header_len |= (uint64_t)p[b] << (8 * b);
-    if (header_len > (uint64_t)(n - 8))
+    if (header_len > (uint64_t)(n - 8)) {
+        /* A text or other file read as safetensors has a huge "length" made of its first bytes. */
+        bool text = n >= 9 && p[8] != '{';
         return strix_error(STRIX_ERR_FORMAT,
-                           "safetensors: header length %" PRIu64 " runs past the end of the "
-                           "%zu-byte file", header_len, n);
+                           "%ssafetensors: header length %" PRIu64 " runs past the end of the "
+                           "%zu-byte file", text ? "not a safetensors file (a model file is "
+                           "written by strix train or strix export); " : "", header_len, n);
+    }
     if (header_len > ST_HEADER_MAX)
         return strix_error(STRIX_ERR_FORMAT, "safetensors: header of %" PRIu64 " bytes is over "
                            "the 100 MB limit", header_len);
