@@ -45,7 +45,8 @@ typedef struct strix_gpt_train_data {
     uint64_t eval_seed;
     /* dropout (config dropout > 0): micro-batch `micro` of step `step` sets the dropout key
      * strix_seed_derive(strix_seed_derive(dropout_seed, step), micro) (strix_gpt_set_dropout_key),
-     * so masks depend on (seed, step, micro, layer, site) alone; evaluation runs in eval mode */
+     * so masks depend on (seed, step, micro, layer, site) alone (processes of a data-parallel
+     * run give each its own seed, or their masks coincide); evaluation runs in eval mode */
     uint64_t dropout_seed;
     /* caller-fed mode */
     strix_gpt_batch_fn next;
