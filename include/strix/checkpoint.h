@@ -92,14 +92,14 @@ STRIX_API strix_status strix_checkpoint_probe(const char *path);
  * checkpoint: the parameters and both moments; a weights-only file: the parameters);
  * nothing is written into g unless all checks pass. STRIX_ERR_FORMAT on a mismatch or when
  * `optimizer` is asked of a weights-only file, STRIX_ERR_ARG when g's config differs from the
- * checkpoint's. */
+ * checkpoint's in anything but dropout (a fine-tune may change it). */
 STRIX_API strix_status strix_checkpoint_restore(const strix_checkpoint *ck, strix_gpt *g,
                                                 bool optimizer);
 STRIX_API void strix_checkpoint_close(strix_checkpoint *ck);
 
 /* The GPT config as compact JSON (caller frees with free()), and back. from_json returns
  * STRIX_ERR_FORMAT for malformed JSON, missing fields or out-of-range values (it does not run
- * strix_gpt_config_check). */
+ * strix_gpt_config_check); a missing "dropout" (files written before it existed) reads as 0. */
 STRIX_API strix_status strix_gpt_config_to_json(const strix_gpt_config *c, char **json);
 STRIX_API strix_status strix_gpt_config_from_json(const char *json, strix_gpt_config *c);
 

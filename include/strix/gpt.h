@@ -33,13 +33,18 @@ typedef struct strix_gpt_config {
     bool tie_weights;    /* lm_head shares the token embedding */
     bool bias;           /* Linear and LayerNorm biases (true, as nanoGPT's CPU config) */
     float ln_eps;        /* 1e-5 */
+    float dropout;       /* p in [0, 1) (nanoGPT GPTConfig.dropout; 0, the default: none): on
+                          * the sum of token and position embeddings, the attention
+                          * probabilities, and the attention and MLP outputs before each
+                          * residual add; only in training forwards with targets (see
+                          * strix_gpt_set_training). "dropout" in checkpoints (missing: 0) */
 } strix_gpt_config;
 
 /* Defaults: config A of DESIGN.md with vocab_size 0 (set it from the data). */
 STRIX_API strix_gpt_config strix_gpt_config_default(void);
 
 /* Validates a configuration: positive sizes, heads dividing d_model (or head sizes summing to
- * it), even head size with RoPE. Returns STRIX_ERR_ARG with a message naming the bad field. */
+ * it), even head size with RoPE, dropout in [0, 1). Returns STRIX_ERR_ARG with a message naming the bad field. */
 STRIX_API strix_status strix_gpt_config_check(const strix_gpt_config *c);
 
 typedef struct strix_gpt strix_gpt;
@@ -61,10 +66,26 @@ STRIX_API strix_status strix_gpt_init_weights(strix_gpt *g, uint64_t seed);
 
 /* Forward over ids (B,T) (host int32, each in [0,V)), T <= block_size. With targets (host int32
  * (B,T), or NULL) also computes the mean cross-entropy into *loss and keeps what backward needs.
- * Logits (B,T,V) stay in backend memory: strix_gpt_logits(). STRIX_ERR_ARG for bad ids/sizes. */
+ * Logits (B,T,V) stay in backend memory: strix_gpt_logits(). STRIX_ERR_ARG for bad ids/sizes.
+ * Dropout applies iff config dropout > 0, the model is in training mode and targets != NULL: the
+ * masks of this forward derive from (dropout key, forwards since the key was set, site), see
+ * strix_gpt_set_dropout_key; backward follows them. Otherwise (p = 0, eval mode, no targets, and
+ * always for decoding and explanations) nothing is dropped and no extra kernel runs. */
 STRIX_API strix_status strix_gpt_forward(strix_gpt *g, const int32_t *ids, const int32_t *targets,
                                          int B, int T, float *loss);
 STRIX_API const float *strix_gpt_logits(const strix_gpt *g);
+
+/* PyTorch's model.train() (true, the mode a new GPT starts in) / model.eval() (false): only
+ * dropout depends on it; evaluation of a val loss with dropout > 0 needs eval mode. */
+STRIX_API void strix_gpt_set_training(strix_gpt *g, bool training);
+STRIX_API bool strix_gpt_training(const strix_gpt *g);
+/* Selects the dropout masks of the next training forwards: the k-th dropping forward after this
+ * call (k = 0, 1, ...) uses seed s = strix_seed_derive(key, k); the embedding site then uses
+ * strix_seed_derive(s, 0) and block l strix_seed_derive(s, 1 + l) (its sites: see
+ * strix_block_set_dropout_seed), each at element offset 0. So a mask is a pure function of
+ * (key, k, layer, site, element): the trainer adapter sets key = derive(derive(run seed, step),
+ * micro-batch), which makes resumed runs and any thread count bit-identical. A new GPT has key 0. */
+STRIX_API void strix_gpt_set_dropout_key(strix_gpt *g, uint64_t key);
 
 /* Backward of the last forward with targets: parameter grads `+=` (call zero_grad first).
  * Shorthand for strix_gpt_backward_scaled(g, 1) (bit-identical). */

@@ -10,7 +10,8 @@
  * step; in corpus mode the k·B windows of a step are those one batch of k·B would draw), and
  * backpropagated with strix_gpt_backward_scaled(g, grad_scale). The stream's state is
  * saved only between steps, so a run resumed with the same k is bit-identical to an
- * uninterrupted one.
+ * uninterrupted one. Dropout masks are keyed by (dropout_seed, step, micro-batch), never by a
+ * stream, so they resume bit for bit as well.
  *
  * Not here: the checkpoint writer (the caller sets model->save, e.g. to strix_checkpoint_save).
  */
@@ -42,6 +43,11 @@ typedef struct strix_gpt_train_data {
      * (so it never perturbs training) */
     int eval_batches;           /* 0: no evaluation (model->eval stays NULL) */
     uint64_t eval_seed;
+    /* dropout (config dropout > 0): micro-batch `micro` of step `step` sets the dropout key
+     * strix_seed_derive(strix_seed_derive(dropout_seed, step), micro) (strix_gpt_set_dropout_key),
+     * so masks depend on (seed, step, micro, layer, site) alone (processes of a data-parallel
+     * run give each its own seed, or their masks coincide); evaluation runs in eval mode */
+    uint64_t dropout_seed;
     /* caller-fed mode */
     strix_gpt_batch_fn next;
     void *user;

@@ -334,6 +334,8 @@ typedef struct strix_attention_config {
     float rope_base;    /* theta_i = pos / base^(2i/hs) */
     float init_std;     /* c_attn weight init */
     float proj_init_std;/* c_proj weight init (nanoGPT: 0.02/sqrt(2L)) */
+    float dropout;      /* p of dropout on the attention probabilities, [0, 1) (nanoGPT
+                         * attn_dropout); 0: none */
 } strix_attention_config;
 
 /* nanoGPT CausalSelfAttention: qkv = c_attn(x) (B,T,3C) holds q|k|v; head h takes columns
@@ -349,6 +351,10 @@ typedef struct strix_attention {
     strix_linear *c_attn, *c_proj;
     float *rope_cos, *rope_sin;          /* backend: per head (block_size, hs/2), at rope_off */
     size_t rope_off[STRIX_ATTN_MAX_HEADS];
+    float dropout;                       /* p on the probabilities (0: none, no extra work) */
+    bool training;                       /* the mode (strix_module_set_training); starts true */
+    uint64_t drop_seed, drop_offset;     /* the next dropping forward's mask stream; the offset
+                                          * advances by NH·B·T·T after each (both may be set) */
     /* Opaque: the caches of the last forward (for backward and relevance), the module's own KV
      * cache and the relevance scratch (src/nn/attention.c); see the accessors below. */
     struct strix_attention_work *work;
@@ -360,7 +366,10 @@ typedef struct strix_attention {
 STRIX_API strix_status strix_attention_new(strix_params *ps, const char *prefix,
                                            const strix_attention_config *cfg,
                                            strix_attention **out);
-/* x (B,T,C), T <= block_size -> y (B,T,C). STRIX_ERR_SHAPE otherwise. */
+/* x (B,T,C), T <= block_size -> y (B,T,C). STRIX_ERR_SHAPE otherwise. In training mode with
+ * dropout p > 0, P·v uses the inverted dropout of the probabilities P (element i of the
+ * (NH,B,T,T) probabilities dropped iff U(drop_seed, drop_offset + i) < p, kept ones scaled by
+ * 1/(1 − p), as torch.nn.Dropout on nanoGPT's att); backward follows the same mask. */
 STRIX_API strix_status strix_attention_forward(strix_attention *m, const strix_tensor *x,
                                                const strix_tensor **y);
 /* strix_attention_forward with a key-padding mask on top of the causal one: keep (B,T) floats in
@@ -389,7 +398,8 @@ STRIX_API strix_status strix_attention_backward(strix_attention *m, const strix_
  * slices in place (lrp_stabilized_divide, then the backward's GEMMs, times the operands): the
  * formula of strix_lrp_bilinear_matmul. Every epsilon inside is m->base.rule.epsilon. Records
  * the softmax gap (strix_attention_softmax_gap). STRIX_ERR_ARG without a forward since the last
- * decode step. */
+ * decode step; STRIX_ERR_UNSUPPORTED after a forward that dropped probabilities (explain in eval
+ * mode). */
 STRIX_API strix_status strix_attention_relevance(strix_attention *m, const strix_tensor *r_out,
                                                  const strix_tensor **r_in);
 /* The relevance of q|k|v (B,T,3C) from the last strix_attention_relevance (the module's buffer,
@@ -443,24 +453,31 @@ STRIX_API strix_status strix_mlp_relevance(strix_mlp *m, const strix_tensor *r_o
 // ---- TransformerBlock --------------------------------------------------------------------------
 
 typedef struct strix_block_config {
-    strix_attention_config attn; /* attn.d_model is C */
+    strix_attention_config attn; /* attn.d_model is C; attn.dropout: on the probabilities */
     int d_ff;                    /* 0 means 4·C */
     strix_act act;               /* MLP activation: STRIX_ACT_GELU or STRIX_ACT_RELU */
     float ln_eps;
     bool bias;                   /* Linear and LayerNorm biases */
+    float dropout;               /* p, [0, 1), on the attention's and the MLP's outputs before
+                                  * each residual add (nanoGPT resid_dropout, MLP dropout) */
 } strix_block_config;
 
-/* Pre-norm block (nanoGPT Block): x1 = x + attn(ln_1(x)); y = x1 + mlp(ln_2(x1)). */
+/* Pre-norm block (nanoGPT Block): x1 = x + attn(ln_1(x)); y = x1 + mlp(ln_2(x1)), with
+ * x1 = x + drop(attn(...)), y = x1 + drop(mlp(...)) when config dropout > 0. */
 typedef struct strix_block {
     strix_module base;
     strix_layernorm *ln_1, *ln_2;
     strix_attention *attn;
     strix_mlp *mlp;
+    /* strix/layers.h's Dropout modules, NULL without dropout; children after attn and mlp */
+    struct strix_dropout *drop_attn, *drop_mlp;
     /* Opaque: the caches and scratch of the last calls (src/nn). */
     struct strix_block_work *work;
 } strix_block;
 
-/* Declares `<prefix>.ln_1.*`, `<prefix>.attn.*`, `<prefix>.ln_2.*`, `<prefix>.mlp.*`. */
+/* Declares `<prefix>.ln_1.*`, `<prefix>.attn.*`, `<prefix>.ln_2.*`, `<prefix>.mlp.*`.
+ * STRIX_ERR_ARG for a dropout outside [0, 1). The block starts in training mode (PyTorch);
+ * strix_module_set_training passes its mode to the attention and the Dropout modules. */
 STRIX_API strix_status strix_block_new(strix_params *ps, const char *prefix,
                                        const strix_block_config *cfg, strix_block **out);
 /* x (B,T,C) -> y (B,T,C). */
@@ -479,10 +496,15 @@ STRIX_API const strix_tensor *strix_block_relevance_input(const strix_block *m);
  * the block: the epsilon split of y = x1 + mlp(...) (lrp_residual_split, m->base.rule.epsilon),
  * the MLP and ln_2 on the branch, their relevance added to x1's share; the same for x1 = x +
  * attn(ln_1(x)). LayerNorm by its own rule (layer_norm_detach_std: std held constant, else
- * pass-through). */
+ * pass-through). STRIX_ERR_UNSUPPORTED after a forward that dropped (explain in eval mode). */
 STRIX_API strix_status strix_block_relevance(strix_block *m, const strix_tensor *r_out,
                                              const strix_tensor **r_in);
-/* One decoding step of the block for batch 1 at position `pos` (see strix_attention_decode). */
+/* Selects the masks of the block's next forward: its three dropout sites (the attention
+ * probabilities, the attention output, the MLP output) use strix_seed_derive(seed, 0 / 1 / 2) at
+ * offset 0, so a mask is a function of (seed, site, element) alone. No-op without dropout. */
+STRIX_API void strix_block_set_dropout_seed(strix_block *m, uint64_t seed);
+/* One decoding step of the block for batch 1 at position `pos` (see strix_attention_decode);
+ * never drops. */
 STRIX_API strix_status strix_block_decode(strix_block *m, const strix_tensor *x, int pos,
                                           const strix_tensor **y);
 

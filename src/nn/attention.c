@@ -17,7 +17,10 @@
  *
  * Key padding masks (forward_ex's io.mask) fill the scores with -inf before the causal softmax;
  * the relevance pass masks its recomputed scores the same way.
- * Not here: dropout, GQA.
+ * Dropout (training mode, p > 0): each head's probabilities go through the counter-RNG dropout
+ * primitive into att_drop, which P·V reads; backward re-applies the same (seed, offset) to dP
+ * (in place) before the softmax backward, which needs the undropped P. p = 0 adds no work.
+ * Not here: GQA; relevance after a dropping forward (refused).
  */
 #include <math.h>
 #include <stdlib.h>
@@ -34,6 +37,10 @@ struct strix_attention_work {
     const float *keep;                   /* the last forward's key mask (B,T) or NULL (kept
                                           * pointer: relevance masks its recomputed scores) */
     strix_tensor att;                    /* (NH, B, T, T) probabilities */
+    strix_tensor att_drop;               /* (NH, B, T, T) dropped probabilities (dropout only) */
+    bool dropped;                        /* the last forward dropped: backward follows its mask
+                                          * (drop_seed, drop_at), relevance refuses */
+    uint64_t drop_at;                    /* the offset the last dropping forward used */
     strix_tensor y;                      /* (B,T,C) head outputs before c_proj */
     strix_tensor datt;                   /* (NH, B, T, T) */
     strix_tensor dqkv;                   /* (B,T,3C) */
@@ -78,12 +85,20 @@ static void vt_destroy(strix_module *m) {
     strix_free(a->base.be, a->rope_cos);
     strix_free(a->base.be, a->rope_sin);
     struct strix_attention_work *w = a->work;
+    strix_tensor_free(&w->att_drop);
     strix_tensor *ts[] = {&w->att,     &w->y,     &w->datt,    &w->dqkv,    &w->kv_cache,
                           &w->dec_att, &w->lrp_w, &w->lrp_qkv, &w->lrp_raw, &w->lrp_p,
                           &w->lrp_s,   &w->lrp_x, &w->lrp_rope};
     for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) strix_tensor_free(ts[i]);
     free(a->work);
     free(a);
+}
+/* The train/eval mode: only the dropout of the probabilities depends on it. */
+static void vt_set_training(strix_module *m, bool training) {
+    ((strix_attention *)m)->training = training;
+}
+static bool vt_get_training(const strix_module *m) {
+    return ((const strix_attention *)m)->training;
 }
 /* The general form (KV-cache states) is at the end of the file. */
 static strix_status vt_forward_ex(strix_module *mod, strix_module_io *io);
@@ -93,7 +108,8 @@ static const strix_module_i attention_vt = {
     .type = "CausalSelfAttention", .forward = vt_forward, .backward = vt_backward,
     .destroy = vt_destroy, .relevance = vt_relevance, .supports_rule = vt_supports_rule,
     .child = vt_child, .forward_ex = vt_forward_ex, .state_new = vt_state_new,
-    .state_free = vt_state_free};
+    .state_free = vt_state_free, .set_training = vt_set_training,
+    .get_training = vt_get_training};
 
 // ---- construction ------------------------------------------------------------------------------
 
@@ -170,6 +186,9 @@ strix_status strix_attention_new(strix_params *ps, const char *prefix,
     if (cfg->rope && !(cfg->rope_base > 0.0f))
         return strix_error(STRIX_ERR_ARG, "attention: rope_base %g must be positive",
                            (double)cfg->rope_base);
+    if (!(cfg->dropout >= 0.0f && cfg->dropout < 1.0f))
+        return strix_error(STRIX_ERR_ARG, "attention: dropout %g must be in [0, 1)",
+                           (double)cfg->dropout);
     char name[STRIX_PARAM_NAME_MAX];
     strix_attention *m = calloc(1, sizeof *m);
     if (m) m->work = calloc(1, sizeof *m->work);
@@ -184,6 +203,8 @@ strix_status strix_attention_new(strix_params *ps, const char *prefix,
     m->block_size = cfg->block_size;
     m->rope = cfg->rope;
     m->rope_base = cfg->rope_base;
+    m->dropout = cfg->dropout;
+    m->training = true;
     for (int h = 0; h < m->NH; h++) {
         m->head_size[h] = size[h];
         m->head_off[h] = off[h];
@@ -256,10 +277,18 @@ strix_status strix_attention_forward_masked(strix_attention *m, const strix_tens
     int64_t att_shape[4] = {(int64_t)NH, (int64_t)B, (int64_t)T, (int64_t)T};
     STRIX_TRY(strix_tensor_ensure(be, &m->work->att, 4, att_shape));
     STRIX_TRY(nn_ensure_like(be, &m->work->y, x, (int64_t)C));
+    bool drop = m->training && m->dropout > 0.0f && B > 0;
+    m->work->dropped = drop;
+    if (drop) {
+        STRIX_TRY(strix_tensor_ensure(be, &m->work->att_drop, 4, att_shape));
+        m->work->drop_at = m->drop_offset;
+        m->drop_offset += NH * B * T * T;
+    }
     if (B == 0) return strix_linear_forward(m->c_proj, &m->work->y, y);
     for (size_t h = 0; h < NH; h++) {
         size_t hs = (size_t)m->head_size[h], off = (size_t)m->head_off[h];
         float *att = m->work->att.data + h * B * T * T;
+        float *pv = att; /* what P·V reads: P, or its dropout */
         // scores (T,T) = q_h · k_hᵀ for each b
         strix_gemm_batch s = {
             .a = qkv + off, .lda = 3 * C, .stride_a = T * 3 * C, .ta = false,
@@ -274,9 +303,16 @@ strix_status strix_attention_forward_masked(strix_attention *m, const strix_tens
             STRIX_TRY(strix_attention_mask_fill(be, att, keep->data, B, 1, T, T, false, 0, 0,
                                                 -INFINITY));
         STRIX_TRY(strix_attn_softmax_causal(be, att, att, B, T, head_scale((int)hs)));
+        // dropout keeps the causal zeros zero, so the skip hints below still hold
+        if (drop) {
+            pv = m->work->att_drop.data + h * B * T * T;
+            STRIX_TRY(strix_dropout_forward(be, att, pv, NULL, B * T * T, m->dropout,
+                                            1.0f / (1.0f - m->dropout), m->drop_seed,
+                                            m->work->drop_at + h * B * T * T));
+        }
         // y_h (T,hs) = P (T,T) · v_h (T,hs), written at the head's columns of (B,T,C)
         strix_gemm_batch o = {
-            .a = att, .lda = T, .stride_a = T * T, .ta = false,
+            .a = pv, .lda = T, .stride_a = T * T, .ta = false,
             .b = qkv + 2 * C + off, .ldb = 3 * C, .stride_b = T * 3 * C, .tb = false,
             .c = m->work->y.data + off, .ldc = C, .stride_c = T * C,
             .m = T, .k = T, .n = hs, .batch = B, .alpha = 1.0f, .beta = 0.0f,
@@ -302,6 +338,7 @@ strix_status strix_attention_backward(strix_attention *m, const strix_tensor *dy
     for (size_t h = 0; h < NH && B > 0; h++) {
         size_t hs = (size_t)m->head_size[h], off = (size_t)m->head_off[h];
         const float *att = m->work->att.data + h * B * T * T;
+        const float *pv = m->work->dropped ? m->work->att_drop.data + h * B * T * T : att;
         float *datt = m->work->datt.data + h * B * T * T;
         // dP (T,T) = dy_h (T,hs) · v_hᵀ
         strix_gemm_batch dp = {
@@ -311,14 +348,19 @@ strix_status strix_attention_backward(strix_attention *m, const strix_tensor *dy
             .m = T, .k = hs, .n = T, .batch = B, .alpha = 1.0f, .beta = 0.0f,
             .skip = STRIX_GEMM_OUT_LOWER};
         STRIX_TRY(strix_gemm_batched(be, &dp));
-        // dv_h (T,hs) = Pᵀ · dy_h
+        // dv_h (T,hs) = Pᵀ · dy_h (the dropped P when the forward dropped)
         strix_gemm_batch dv = {
-            .a = att, .lda = T, .stride_a = T * T, .ta = true,
+            .a = pv, .lda = T, .stride_a = T * T, .ta = true,
             .b = dyh + off, .ldb = C, .stride_b = T * C, .tb = false,
             .c = dqkv + 2 * C + off, .ldc = 3 * C, .stride_c = T * 3 * C,
             .m = T, .k = T, .n = hs, .batch = B, .alpha = 1.0f, .beta = 0.0f,
             .skip = STRIX_GEMM_A_UPPER};
         STRIX_TRY(strix_gemm_batched(be, &dv));
+        // through the dropout: the forward's mask and scale on dP, in place
+        if (m->work->dropped)
+            STRIX_TRY(strix_dropout_forward(be, datt, datt, NULL, B * T * T, m->dropout,
+                                            1.0f / (1.0f - m->dropout), m->drop_seed,
+                                            m->work->drop_at + h * B * T * T));
         // dS = scale·P⊙(dP − rowdot), in place
         STRIX_TRY(strix_attn_softmax_causal_backward(be, att, datt, datt, B, T,
                                                      head_scale((int)hs)));
@@ -393,6 +435,9 @@ strix_status strix_attention_relevance(strix_attention *m, const strix_tensor *r
     if (m->work->B <= 0)
         return strix_error(STRIX_ERR_ARG, "attention relevance: needs a forward first (a decode "
                                           "step overwrites the forward's buffers)");
+    if (m->work->dropped)
+        return strix_error(STRIX_ERR_UNSUPPORTED, "attention relevance: the last forward dropped "
+                           "probabilities (training mode); explain in eval mode");
     STRIX_TRY(nn_check_same("attention relevance", r_out, &m->c_proj->work->out));
     size_t B = (size_t)m->work->B, T = (size_t)m->work->T, C = (size_t)m->C, NH = (size_t)m->NH;
     size_t n = B * T * C, tt = B * T * T;
@@ -492,6 +537,7 @@ static strix_status decode_step(strix_attention *m, strix_tensor *kv_cache, stri
     strix_backend *be = m->base.be;
     m->work->B = 0; /* the step overwrites the forward's buffers: no backward until the next
                      * forward */
+    m->work->dropped = false;
     size_t C = (size_t)m->C, n = (size_t)pos + 1, bs = (size_t)m->block_size;
     const strix_tensor *qkv_t;
     STRIX_TRY(strix_linear_forward(m->c_attn, x, &qkv_t));

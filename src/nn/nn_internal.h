@@ -113,6 +113,7 @@ struct strix_block_work {
     strix_tensor x;             /* view of the input of the last forward */
     strix_tensor x1, out, dx1, dx;
     strix_tensor rel_res, rel_branch, rel_in; /* relevance: residual share, branch share, r_in */
+    bool dropped;               /* the last forward ran a dropout site in training mode */
 };
 
 #endif

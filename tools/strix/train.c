@@ -10,7 +10,8 @@
  * requests, and writes the checkpoints with Ctrl-C held off. Randomness: weights from
  * derive(seed, 1), training batches from a stream seeded derive(seed, 2) whose state is saved in
  * every checkpoint, evaluation batches from a stream re-seeded derive(seed, 3) at every evaluation
- * (so evaluating and saving never perturb training). Does not auto-load anything: a checkpoint is
+ * (so evaluating and saving never perturb training), dropout masks keyed by derive(seed, 4), the
+ * step and the micro-batch (no state to save). Does not auto-load anything: a checkpoint is
  * read only with --resume (the run goes on) or --init-from (its weights start a new run).
  * Beside the checkpoint: the metrics log (train_metrics.h) and, with --keep-best / --patience,
  * <stem>.best.safetensors, the checkpoint of the scheduled evaluation with the lowest val loss.
@@ -49,7 +50,7 @@ typedef struct train_flags {
     int64_t steps;
     double time;
     int d_model, layers, heads, d_ff, block, batch, grad_accum, threads, eval_batches;
-    float lr, min_lr, weight_decay, clip;
+    float lr, min_lr, weight_decay, clip, dropout;
     int64_t warmup, eval_every, stride, stop_after, log_every, patience, nan_from;
     double save_delay;
     uint64_t seed;
@@ -58,7 +59,7 @@ typedef struct train_flags {
 } train_flags;
 
 #define BIG 1e300
-#define NSPECS 40
+#define NSPECS 41
 
 /* Fills specs (NSPECS entries) pointing into f. */
 static void train_specs(train_flags *f, arg_spec *s) {
@@ -112,6 +113,8 @@ static void train_specs(train_flags *f, arg_spec *s) {
              "tie the output head to the token embedding (default off)"),
         FLAG("no-bias", ARG_SWITCH, &f->no_bias, 0, 0, 0, NULL,
              "Linear and LayerNorm layers without biases (default: with)"),
+        FLAG("dropout", ARG_FLOAT, &f->dropout, 0, 1, 0, "P",
+             "dropout probability in [0, 1), nanoGPT's four sites, training only (default 0)"),
         FLAG("init-from", ARG_STRING, &f->init_from, 0, 0, 0, "FILE",
              "new run from the weights (and model shape) of a checkpoint (default: none)"),
         FLAG("sequential", ARG_SWITCH, &f->sequential, 0, 0, 0, NULL,
@@ -186,6 +189,10 @@ static void print_train_help(arg_spec *specs, int n) {
            "--init-from FILE: a new run (steps, lr, data, seed of the data from the flags) from\n"
            "the weights of FILE, whose model shape it takes (shape flags must repeat it) and\n"
            "whose vocabulary must hold every byte of the corpus; it evaluates at step 0 first.\n"
+           "It keeps the file's --dropout unless --dropout is given (a fine-tune may change it).\n"
+           "--dropout P: nanoGPT's dropout (embeddings, attention probabilities, attention and MLP\n"
+           "outputs) in training steps only; the val loss, sample and explain never drop. Masks\n"
+           "depend on --seed, the step and the micro-batch, so resumes stay bit-identical.\n"
            "--threads above the number of online cores is kept with a warning: oversubscribed\n"
            "threads make every step much slower.\n"
            "Default corpus: the Debian package 'fortunes' (" DEFAULT_CORPUS ").\n");
@@ -245,6 +252,7 @@ static bool checkpoint_value(const strix_checkpoint_info *ck, const char *name, 
         snprintf(buf, cap, "%s", m->mlp_act == STRIX_ACT_RELU ? "on" : "off");
     else if (strcmp(name, "tie") == 0) snprintf(buf, cap, "%s", m->tie_weights ? "on" : "off");
     else if (strcmp(name, "no-bias") == 0) snprintf(buf, cap, "%s", m->bias ? "off" : "on");
+    else if (strcmp(name, "dropout") == 0) args_format_float(buf, cap, m->dropout);
     else if (strcmp(name, "sequential") == 0)
         snprintf(buf, cap, "%s", t->sequential ? "on" : "off");
     else if (strcmp(name, "stride") == 0) snprintf(buf, cap, "%" PRId64, t->stride);
@@ -379,8 +387,10 @@ static void print_setup(const run *r, bool resumed) {
            i->train.data_path, c->size, c->n_files, c->n_files == 1 ? "" : "s", skipped,
            c->vocab.size, vocab, strix_corpus_split_size(c, STRIX_SPLIT_TRAIN),
            strix_corpus_split_size(c, STRIX_SPLIT_VAL));
-    printf("model: %d layers, d_model %d, %d heads, block %d, %zu parameters; backend %s, "
-           "%d threads\n", m->n_layer, m->d_model, m->n_head, m->block_size,
+    char drop[32] = "";
+    if (m->dropout > 0.0f) snprintf(drop, sizeof drop, ", dropout %g", (double)m->dropout);
+    printf("model: %d layers, d_model %d, %d heads, block %d%s, %zu parameters; backend %s, "
+           "%d threads\n", m->n_layer, m->d_model, m->n_head, m->block_size, drop,
            strix_gpt_params(r->gpt)->total, strix_backend_name(r->be), strix_get_num_threads());
     if (resumed)
         printf("resuming at step %" PRId64 " of %" PRId64 "\n", i->state.step, i->train.steps);
@@ -665,7 +675,8 @@ static int setup_trainer(run *r) {
     const strix_train_config *t = &r->info.train;
     strix_gpt_train_data d = {.batch = t->batch, .corpus = &r->corpus, .state = &r->info.state,
                               .sequential = t->sequential, .eval_batches = t->eval_batches,
-                              .eval_seed = strix_seed_derive(t->seed, 3)};
+                              .eval_seed = strix_seed_derive(t->seed, 3),
+                              .dropout_seed = strix_seed_derive(t->seed, 4)};
     strix_status s = strix_gpt_train_model(r->gpt, &d, &r->gpt_model);
     if (s == STRIX_OK) s = strix_train_optimizer(r->gpt_model.params, t, &r->opt);
     if (s != STRIX_OK) return tool_fail(s);
@@ -727,11 +738,13 @@ static int start_new_from(run *r, train_flags *f, arg_spec *specs, int n,
     m->rope = f->rope;
     m->tie_weights = f->tie;
     m->bias = !f->no_bias;
+    m->dropout = f->dropout;
     if (init) {
         const strix_checkpoint_info *src = strix_checkpoint_info_of(init);
         int rc = check_init_flags(src, f->init_from, specs, n);
         if (rc) return rc;
         *m = src->model;
+        if (args_find(specs, n, "dropout")->seen) m->dropout = f->dropout; /* fine-tuning's own */
         info->vocab = src->vocab;
         r->vocab_fixed = true;
     } else if (f->head_sizes) {
@@ -742,6 +755,11 @@ static int start_new_from(run *r, train_flags *f, arg_spec *specs, int n,
         if (!parse_head_sizes(f->head_sizes, m)) return 2;
     }
     if (!init) m->vocab_size = 256; /* checked with a placeholder until the corpus is read */
+    if (!(m->dropout < 1.0f)) {
+        fprintf(stderr, "strix train: --dropout must be < 1 (got %g): p = 1 drops everything\n",
+                (double)m->dropout);
+        return 2;
+    }
     if (strix_gpt_config_check(m) != STRIX_OK) {
         fprintf(stderr, "strix train: %s\n", strix_last_error());
         return 2;

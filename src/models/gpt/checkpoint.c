@@ -68,6 +68,7 @@ strix_status strix_gpt_config_to_json(const strix_gpt_config *c, char **json) {
     ok = ok && cJSON_AddBoolToObject(o, "tie_weights", c->tie_weights);
     ok = ok && cJSON_AddBoolToObject(o, "bias", c->bias);
     ok = ok && add_float(o, "ln_eps", c->ln_eps);
+    ok = ok && add_float(o, "dropout", c->dropout);
     if (ok) *json = cJSON_PrintUnformatted(o);
     cJSON_Delete(o);
     return *json ? STRIX_OK : strix_error(STRIX_ERR_ALLOC, "config: out of memory");
@@ -116,6 +117,11 @@ strix_status strix_gpt_config_from_json(const char *json, strix_gpt_config *c) {
     else if (!json_bool(o, "tie_weights", &c->tie_weights)) bad = "tie_weights";
     else if (!json_bool(o, "bias", &c->bias)) bad = "bias";
     else if (!json_float(o, "ln_eps", &c->ln_eps)) bad = "ln_eps";
+    /* "dropout" came later: a checkpoint without it was trained without dropout */
+    else if (cJSON_GetObjectItemCaseSensitive(o, "dropout") &&
+             (!json_float(o, "dropout", &c->dropout) || !(c->dropout >= 0.0f) ||
+              !(c->dropout < 1.0f)))
+        bad = "dropout";
     const cJSON *act = cJSON_GetObjectItemCaseSensitive(o, "mlp_act");
     if (!bad) {
         const char *name = cJSON_IsString(act) ? act->valuestring : "";
@@ -692,8 +698,11 @@ static const strix_st_tensor *expect_tensor(const strix_checkpoint *ck, const ch
 
 strix_status strix_checkpoint_restore(const strix_checkpoint *ck, strix_gpt *g, bool optimizer) {
     char *a = NULL, *b = NULL;
+    /* the weights fit any dropout: a fine-tune may change it (the caller decides) */
+    strix_gpt_config theirs = ck->info.model;
+    theirs.dropout = strix_gpt_config_of(g)->dropout;
     STRIX_TRY(strix_gpt_config_to_json(strix_gpt_config_of(g), &a));
-    strix_status s = strix_gpt_config_to_json(&ck->info.model, &b);
+    strix_status s = strix_gpt_config_to_json(&theirs, &b);
     if (s == STRIX_OK && strcmp(a, b) != 0)
         s = strix_error(STRIX_ERR_ARG, "checkpoint '%s' was written for another model config",
                         ck->path);

@@ -6,8 +6,10 @@
  * Forward keeps every activation (inside the modules) so backward recomputes nothing; with targets
  * it also runs the fused softmax + cross-entropy, leaving dlogits ready for backward. Ids and
  * targets are validated on the host, then uploaded into backend buffers that grow only when a
- * larger (B,T) appears. Not here: sampling, checkpoints, the training loop, explanations
- * (explain.c).
+ * larger (B,T) appears. Dropout (nanoGPT's four sites) runs only in training forwards with
+ * targets; its masks are counter-RNG functions of (key, forward, layer, site, element), so no mask
+ * is stored and none depends on the thread count. Not here: sampling, checkpoints, the training
+ * loop, explanations (explain.c).
  */
 #include <math.h>
 #include <stdio.h>
@@ -33,6 +35,7 @@ strix_gpt_config strix_gpt_config_default(void) {
     c.tie_weights = false;
     c.bias = true;
     c.ln_eps = 1e-5f;
+    c.dropout = 0.0f;
     return c;
 }
 
@@ -49,6 +52,9 @@ strix_status strix_gpt_config_check(const strix_gpt_config *c) {
         return strix_error(STRIX_ERR_ARG, "n_head must be in [1, %d] (got %d)",
                            STRIX_GPT_MAX_HEADS, c->n_head);
     if (c->d_ff < 0) return strix_error(STRIX_ERR_ARG, "d_ff must be >= 0 (got %d)", c->d_ff);
+    if (!(c->dropout >= 0.0f && c->dropout < 1.0f))
+        return strix_error(STRIX_ERR_ARG, "dropout must be in [0, 1) (got %g)",
+                           (double)c->dropout);
     if (c->mlp_act != STRIX_ACT_GELU && c->mlp_act != STRIX_ACT_RELU)
         return strix_error(STRIX_ERR_ARG, "mlp_act %d is neither GELU nor ReLU", (int)c->mlp_act);
     if (!(c->ln_eps > 0.0f) || !isfinite(c->ln_eps))
@@ -92,12 +98,20 @@ void strix_gpt_free(strix_gpt *g) {
     free(g->h);
     if (g->ln_f) strix_module_free(&g->ln_f->base);
     if (g->lm_head) strix_module_free(&g->lm_head->base);
+    if (g->drop) strix_module_free(&g->drop->base);
     strix_free(g->be, g->ids);
     strix_free(g->be, g->targets);
     strix_tensor_free(&g->losses);
     strix_tensor_free(&g->dlogits);
     strix_params_free(&g->params);
     free(g);
+}
+
+/* The modes of the dropout sites (blocks and the embedding's Dropout) for the next forward. */
+static void set_drop_modes(strix_gpt *g, bool drop) {
+    if (g->cfg.dropout <= 0.0f) return;
+    if (g->drop) strix_module_set_training(&g->drop->base, drop);
+    for (int l = 0; l < g->cfg.n_layer; l++) strix_module_set_training(&g->h[l]->base, drop);
 }
 
 static strix_status build(strix_gpt *g) {
@@ -119,11 +133,13 @@ static strix_status build(strix_gpt *g) {
         .attn = {.d_model = c->d_model, .n_head = c->n_head,
                  .head_sizes = c->head_sizes[0] > 0 ? c->head_sizes : NULL,
                  .block_size = c->block_size, .bias = c->bias, .rope = c->rope,
-                 .rope_base = c->rope_base, .init_std = std, .proj_init_std = proj_std},
+                 .rope_base = c->rope_base, .init_std = std, .proj_init_std = proj_std,
+                 .dropout = c->dropout},
         .d_ff = c->d_ff > 0 ? c->d_ff : 4 * c->d_model,
         .act = c->mlp_act,
         .ln_eps = c->ln_eps,
-        .bias = c->bias};
+        .bias = c->bias,
+        .dropout = c->dropout};
     for (int l = 0; l < c->n_layer; l++) {
         char prefix[32];
         snprintf(prefix, sizeof prefix, "transformer.h.%d", l);
@@ -133,6 +149,8 @@ static strix_status build(strix_gpt *g) {
                                   &g->ln_f));
     STRIX_TRY(strix_linear_new(ps, "lm_head", c->d_model, c->vocab_size, false, std,
                                c->tie_weights ? g->wte->weight : NULL, &g->lm_head));
+    if (c->dropout > 0.0f) STRIX_TRY(strix_dropout_new(g->be, c->dropout, 0, &g->drop));
+    set_drop_modes(g, false); /* eval between forwards; g->training is the mode */
     return strix_params_alloc(ps);
 }
 
@@ -143,6 +161,7 @@ strix_status strix_gpt_new(strix_backend *be, const strix_gpt_config *c, strix_g
     if (!g) return strix_error(STRIX_ERR_ALLOC, "gpt: out of memory");
     g->be = be;
     g->cfg = *c;
+    g->training = true;
     strix_params_init_empty(&g->params, be);
     strix_status s = build(g);
     if (s != STRIX_OK) {
@@ -161,6 +180,15 @@ strix_status strix_gpt_init_weights(strix_gpt *g, uint64_t seed) {
     return strix_params_init(&g->params, seed);
 }
 
+void strix_gpt_set_training(strix_gpt *g, bool training) { g->training = training; }
+
+bool strix_gpt_training(const strix_gpt *g) { return g->training; }
+
+void strix_gpt_set_dropout_key(strix_gpt *g, uint64_t key) {
+    g->drop_key = key;
+    g->drop_count = 0;
+}
+
 // ---- forward / backward ------------------------------------------------------------------------
 
 /* Grows the backend id/target buffers to hold n int32 each. */
@@ -176,8 +204,9 @@ static strix_status ensure_ids(strix_gpt *g, size_t n) {
     return STRIX_OK;
 }
 
-/* Embeddings (token + position) and the blocks and ln_f over ids already on the backend; returns
- * ln_f's output (B,T,C). */
+/* Embeddings (token + position), their dropout, the blocks and ln_f over ids already on the
+ * backend; returns ln_f's output (B,T,C). The dropout sites run in the modes set_drop_modes gave
+ * them. */
 static strix_status trunk_forward(strix_gpt *g, int B, int T, const strix_tensor **out) {
     strix_backend *be = g->be;
     int C = g->cfg.d_model;
@@ -188,8 +217,25 @@ static strix_status trunk_forward(strix_gpt *g, int B, int T, const strix_tensor
     if (g->wpe)
         STRIX_TRY(strix_add_row_vector(be, x->data, g->wpe->data, x->data, (size_t)B,
                                        (size_t)T * (size_t)C));
+    if (g->drop) STRIX_TRY(strix_module_forward(&g->drop->base, x, &x));
     for (int l = 0; l < g->cfg.n_layer; l++) STRIX_TRY(strix_block_forward(g->h[l], x, &x));
     return strix_layernorm_forward(g->ln_f, x, out);
+}
+
+/* trunk_forward with the dropout sites in training mode and seeded for this forward when `drop`;
+ * the sites are back in eval mode on return, whatever the status. */
+static strix_status trunk_forward_drop(strix_gpt *g, int B, int T, bool drop,
+                                       const strix_tensor **out) {
+    if (!drop) return trunk_forward(g, B, T, out);
+    uint64_t s = strix_seed_derive(g->drop_key, g->drop_count++);
+    g->drop->seed = strix_seed_derive(s, 0);
+    g->drop->offset = 0;
+    for (int l = 0; l < g->cfg.n_layer; l++)
+        strix_block_set_dropout_seed(g->h[l], strix_seed_derive(s, 1 + (uint64_t)l));
+    set_drop_modes(g, true);
+    strix_status st = trunk_forward(g, B, T, out);
+    set_drop_modes(g, false);
+    return st;
 }
 
 strix_status strix_gpt_forward(strix_gpt *g, const int32_t *ids, const int32_t *targets, int B,
@@ -221,7 +267,8 @@ strix_status strix_gpt_forward(strix_gpt *g, const int32_t *ids, const int32_t *
     g->B = B;
     g->T = T;
     const strix_tensor *h, *logits;
-    STRIX_TRY(trunk_forward(g, B, T, &h));
+    bool drop = targets && g->training && c->dropout > 0.0f;
+    STRIX_TRY(trunk_forward_drop(g, B, T, drop, &h));
     STRIX_TRY(strix_linear_forward(g->lm_head, h, &logits));
     if (!targets) return STRIX_OK;
 
@@ -261,6 +308,7 @@ strix_status strix_gpt_backward_scaled(strix_gpt *g, float scale) {
     STRIX_TRY(strix_linear_backward(g->lm_head, &g->dlogits, &d));
     STRIX_TRY(strix_layernorm_backward(g->ln_f, d, &d));
     for (int l = g->cfg.n_layer - 1; l >= 0; l--) STRIX_TRY(strix_block_backward(g->h[l], d, &d));
+    if (g->drop) STRIX_TRY(strix_module_backward(&g->drop->base, d, &d));
     STRIX_TRY(strix_embedding_backward(g->wte, d));
     // dwpe[t,:] += Σ_b dx[b,t,:]
     if (g->wpe)

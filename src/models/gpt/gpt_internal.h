@@ -6,6 +6,7 @@
 #define STRIX_GPT_INTERNAL_H
 
 #include "strix/gpt.h"
+#include "strix/layers.h"
 #include "strix/nn.h"
 
 struct strix_gpt {
@@ -24,6 +25,12 @@ struct strix_gpt {
     int B, T;
     bool can_backward;         /* the last forward had targets and no decode step came after */
     int decode_pos;
+    /* dropout (cfg.dropout > 0; drop NULL otherwise): the embedding site's module, the mode, the
+     * key and count of strix_gpt_set_dropout_key. Between forwards the blocks and drop stay in
+     * eval mode, so code that runs the blocks directly (explain.c) never drops. */
+    strix_dropout *drop;
+    bool training;
+    uint64_t drop_key, drop_count;
 };
 
 #endif

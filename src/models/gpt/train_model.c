@@ -1,8 +1,8 @@
 /*
  * train_model.c - the GPT adapter of the trainer (strix/gpt_train.h): batches from a corpus or a
  * callback, forward + backward (the loss scaled by the trainer's grad_scale for accumulation) as
- * the loss step, the validation mean as the evaluation. Holds the host batch buffers; allocates
- * nothing per step.
+ * the loss step (dropout keyed by step and micro-batch), the validation mean in eval mode as the
+ * evaluation. Holds the host batch buffers; allocates nothing per step.
  */
 #include <stdlib.h>
 
@@ -18,7 +18,7 @@ typedef struct gpt_trainee {
 static strix_status loss_step(void *ctx, int64_t step, int micro, float grad_scale, float *loss) {
     gpt_trainee *t = ctx;
     const strix_gpt_train_data *d = &t->d;
-    (void)micro; // the micro-batches of a step are drawn in order from the same stream
+    // the micro-batches of a step are drawn in order from the same stream; micro keys dropout
     int B = d->batch, T = t->T;
     if (d->corpus && d->sequential) {
         STRIX_TRY(strix_corpus_batch_sequential(d->corpus, STRIX_SPLIT_TRAIN, &d->state->cursor,
@@ -31,6 +31,9 @@ static strix_status loss_step(void *ctx, int64_t step, int micro, float grad_sca
     } else {
         STRIX_TRY(d->next(d->user, step, t->ids, t->targets));
     }
+    strix_gpt_set_dropout_key(t->g, strix_seed_derive(strix_seed_derive(d->dropout_seed,
+                                                                        (uint64_t)step),
+                                                     (uint64_t)micro));
     STRIX_TRY(strix_gpt_forward(t->g, t->ids, t->targets, B, T, loss));
     return strix_gpt_backward_scaled(t->g, grad_scale);
 }
@@ -41,13 +44,18 @@ static strix_status evaluate(void *ctx, double *val_loss) {
     strix_rng rng;
     strix_rng_seed(&rng, d->eval_seed);
     double sum = 0.0;
-    for (int b = 0; b < d->eval_batches; b++) {
-        float l;
-        STRIX_TRY(strix_corpus_batch_random(d->corpus, STRIX_SPLIT_VAL, &rng, d->batch, t->T,
-                                            t->ids, t->targets));
-        STRIX_TRY(strix_gpt_forward(t->g, t->ids, t->targets, d->batch, t->T, &l));
+    bool training = strix_gpt_training(t->g);
+    strix_gpt_set_training(t->g, false); /* model.eval(): no dropout in the val loss */
+    strix_status s = STRIX_OK;
+    for (int b = 0; b < d->eval_batches && s == STRIX_OK; b++) {
+        float l = 0.0f;
+        s = strix_corpus_batch_random(d->corpus, STRIX_SPLIT_VAL, &rng, d->batch, t->T, t->ids,
+                                      t->targets);
+        if (s == STRIX_OK) s = strix_gpt_forward(t->g, t->ids, t->targets, d->batch, t->T, &l);
         sum += l;
     }
+    strix_gpt_set_training(t->g, training);
+    STRIX_TRY(s);
     *val_loss = sum / d->eval_batches;
     return STRIX_OK;
 }
