@@ -4,8 +4,8 @@
 # "dropout":0.1 in the checkpoint's config; --dropout 0 is the default run byte for byte; a
 # --dropout run with --grad-accum 2, stopped and resumed (on another thread count), is
 # byte-identical to the uninterrupted run; --resume refuses another --dropout and accepts the
-# same; P outside [0, 1) is refused; --init-from keeps the file's dropout unless --dropout is
-# given; a checkpoint written before "dropout" existed (the key stripped) resumes and samples.
+# same; P outside [0, 1) is refused; --init-from runs with its own --dropout (default 0), not
+# the file's; a checkpoint written before "dropout" existed (the key stripped) resumes and samples.
 source "$(dirname "$0")/lib.bash"
 
 RUN=(--eval-batches 4 --batch 4 --log-every 5 --warmup 10 --lr 1e-2)
@@ -66,11 +66,15 @@ expect_error "--dropout -0.1" "--dropout must be >= 0" \
     "$STRIX" train --data a.txt --out bad.safetensors "${TINY[@]}" --dropout -0.1
 [ ! -e bad.safetensors ] && ok "nothing written" || fail "bad.safetensors written"
 
-# ---- --init-from: the file's dropout, unless --dropout is given
+# ---- --init-from: its own --dropout (default 0), not the file's 0.1
 "$STRIX" train --data a.txt --init-from d.safetensors --out keep.safetensors "${RUN[@]}" \
-    --steps 2 --eval-every 2 >/dev/null 2>&1 || fail "init-from keeping the dropout"
-grep -q '"dropout":0.1}' <<<"$(meta config keep.safetensors)" && ok "--init-from keeps 0.1" \
-    || fail "keep: $(meta config keep.safetensors)"
+    --steps 2 --eval-every 2 >/dev/null 2>&1 || fail "init-from without --dropout"
+grep -q '"dropout":0}' <<<"$(meta config keep.safetensors)" && ok "--init-from: dropout 0 by default" \
+    || fail "default: $(meta config keep.safetensors)"
+"$STRIX" train --data a.txt --init-from d.safetensors --out k2.safetensors "${RUN[@]}" \
+    --steps 2 --eval-every 2 --dropout 0.2 >/dev/null 2>&1 || fail "init-from --dropout 0.2"
+grep -q '"dropout":0.2}' <<<"$(meta config k2.safetensors)" && ok "--init-from --dropout 0.2" \
+    || fail "0.2: $(meta config k2.safetensors)"
 "$STRIX" train --data a.txt --init-from d.safetensors --out ft.safetensors "${RUN[@]}" \
     --steps 2 --eval-every 2 --dropout 0 >ft.out 2>&1 || fail "init-from --dropout 0: $(tail -n 1 ft.out)"
 grep -q '"dropout":0}' <<<"$(meta config ft.safetensors)" && ok "--init-from --dropout 0" \

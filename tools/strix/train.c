@@ -189,7 +189,7 @@ static void print_train_help(arg_spec *specs, int n) {
            "--init-from FILE: a new run (steps, lr, data, seed of the data from the flags) from\n"
            "the weights of FILE, whose model shape it takes (shape flags must repeat it) and\n"
            "whose vocabulary must hold every byte of the corpus; it evaluates at step 0 first.\n"
-           "It keeps the file's --dropout unless --dropout is given (a fine-tune may change it).\n"
+           "Its --dropout is its own (default 0, as nanoGPT's), not the file's.\n"
            "--dropout P: nanoGPT's dropout (embeddings, attention probabilities, attention and MLP\n"
            "outputs) in training steps only; the val loss, sample and explain never drop. Masks\n"
            "depend on --seed, the step and the micro-batch, so resumes stay bit-identical.\n"
@@ -744,7 +744,7 @@ static int start_new_from(run *r, train_flags *f, arg_spec *specs, int n,
         int rc = check_init_flags(src, f->init_from, specs, n);
         if (rc) return rc;
         *m = src->model;
-        if (args_find(specs, n, "dropout")->seen) m->dropout = f->dropout; /* fine-tuning's own */
+        m->dropout = f->dropout; /* a training setting of the new run, as nanoGPT's (default 0) */
         info->vocab = src->vocab;
         r->vocab_fixed = true;
     } else if (f->head_sizes) {
