@@ -44,7 +44,8 @@ plugin_case() {
 for dev in cuda hip; do
     plugin_case "--device $dev, no plugin" $dev "was not found"
     STRIX_PLUGIN_DIR=$WORK/fake plugin_case "--device $dev, a broken plugin" $dev "cannot load"
-    STRIX_PLUGIN_DIR=$plugins plugin_case "--device $dev, STRIX_PLUGIN_DIR" $dev "device"
+    # the real plugin, on a machine without the GPU: "no NVIDIA driver / GPU found" (or AMD)
+    STRIX_PLUGIN_DIR=$plugins plugin_case "--device $dev, STRIX_PLUGIN_DIR" $dev "GPU found"
     # A named folder is the only place searched, even where the build's own plugin would be found.
     STRIX_PLUGIN_DIR=$WORK/fake expect_error "--device $dev, broken plugin before a good one" \
         "backend $dev:" "$STRIX" train --data "$SHAKESPEARE" "${TINY[@]}" --steps 2 \

@@ -327,9 +327,12 @@ static strix_status no_device_error(cudaError_t err) {
     if (err == cudaErrorInsufficientDriver)
         return strix_error(STRIX_ERR_DEVICE, "%s, or the driver is older than this build's "
                            STRIX_GPU_VENDOR " runtime (%s)", what, cudaGetErrorName(err));
-    if (driver)
-        return strix_error(STRIX_ERR_DEVICE, "%s (%s: %s)", what, cudaGetErrorName(err),
-                           cudaGetErrorString(err));
+    if (driver) {
+        const char *name = cudaGetErrorName(err), *text = cudaGetErrorString(err);
+        if (strcmp(name, text) == 0) /* HIP names some errors by their name alone */
+            return strix_error(STRIX_ERR_DEVICE, "%s (%s)", what, name);
+        return strix_error(STRIX_ERR_DEVICE, "%s (%s: %s)", what, name, text);
+    }
     return strix_error(STRIX_ERR_DEVICE, "cannot open a " STRIX_GPU_VENDOR " device: %s (%s)",
                        cudaGetErrorString(err), cudaGetErrorName(err));
 }
