@@ -47,14 +47,67 @@ static unsigned long long name_hash(const char *s) {
 static void refuse_replace(const char *out, const char *target) {
     strix_checkpoint *ck;
     char what[96] = "";
+    bool weights_only = false;
     if (strix_checkpoint_open(target, &ck) == STRIX_OK) {
         const strix_checkpoint_info *i = strix_checkpoint_info_of(ck);
+        weights_only = i->weights_only;
         snprintf(what, sizeof what, " (step %" PRId64 " of %" PRId64 ")", i->state.step,
                  i->train.steps);
         strix_checkpoint_close(ck);
     }
-    fprintf(stderr, "strix train: --out '%s' holds a trained checkpoint%s; pass --force to "
-                    "replace it or --resume to continue it\n", out, what);
+    if (weights_only) /* no run to continue: --resume would refuse it */
+        fprintf(stderr, "strix train: --out '%s' holds a weights-only model file; pass --force to "
+                        "replace it (or --init-from it to fine-tune)\n", out);
+    else
+        fprintf(stderr, "strix train: --out '%s' holds a trained checkpoint%s; pass --force to "
+                        "replace it or --resume to continue it\n", out, what);
+}
+
+/* `path` with the links of its last component followed and its directory made absolute, into
+ * buf: one name per file, also for a file that does not exist yet. */
+static void canonical_name(const char *path, char *buf, size_t cap) {
+    char target[STRIX_PATH_MAX], parent[STRIX_PATH_MAX];
+    if (strix_atomic_target_path(path, target, sizeof target) != STRIX_OK)
+        snprintf(target, sizeof target, "%s", path);
+    out_parent_of(target, parent, sizeof parent);
+    const char *slash = strrchr(target, '/');
+    char *abs = realpath(parent, NULL);
+    snprintf(buf, cap, "%s/%s", abs ? abs : parent, slash ? slash + 1 : target);
+    free(abs);
+}
+
+bool out_same_file(const char *a, const char *b) {
+    struct stat sa, sb;
+    if (stat(a, &sa) == 0 && stat(b, &sb) == 0)
+        return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+    char ca[2 * STRIX_PATH_MAX], cb[2 * STRIX_PATH_MAX];
+    canonical_name(a, ca, sizeof ca);
+    canonical_name(b, cb, sizeof cb);
+    return strcmp(ca, cb) == 0;
+}
+
+int out_check_outside_corpus(const char *what, const char *path, const char *data) {
+    struct stat ds, ps;
+    if (!data || stat(data, &ds) != 0) return 0;
+    if (stat(path, &ps) == 0 && ps.st_dev == ds.st_dev && ps.st_ino == ds.st_ino) {
+        fprintf(stderr, "strix train: %s is the corpus --data '%s'; refusing to overwrite it "
+                        "(choose another path)\n", what, data);
+        return 2;
+    }
+    /* A corpus directory is read non-recursively (its regular files only), so only a file
+     * directly in it could become part of the corpus; its subdirectories may hold outputs. */
+    char target[STRIX_PATH_MAX], parent[STRIX_PATH_MAX];
+    if (strix_atomic_target_path(path, target, sizeof target) != STRIX_OK)
+        snprintf(target, sizeof target, "%s", path);
+    out_parent_of(target, parent, sizeof parent);
+    if (S_ISDIR(ds.st_mode) && stat(parent, &ps) == 0 && ps.st_dev == ds.st_dev &&
+        ps.st_ino == ds.st_ino) {
+        fprintf(stderr, "strix train: %s lies inside the corpus directory '%s' (a file directly "
+                        "in the --data directory would become part of the corpus); write it "
+                        "elsewhere (or in a subdirectory)\n", what, data);
+        return 2;
+    }
+    return 0;
 }
 
 int out_check(const char *out, const char *data, bool replace_ok) {
@@ -74,7 +127,7 @@ int out_check(const char *out, const char *data, bool replace_ok) {
         fprintf(stderr, "strix train: %s\n", strix_last_error());
         return 2;
     }
-    struct stat os, ds;
+    struct stat os;
     bool exists = stat(target, &os) == 0;
     if (!exists && errno != ENOENT) { /* a name over NAME_MAX, a path through a file, ... */
         int err = errno;
@@ -102,21 +155,9 @@ int out_check(const char *out, const char *data, bool replace_ok) {
                 parent, parent_err == ENOENT ? "does not exist" : strerror(parent_err));
         return 2;
     }
-    if (data && stat(data, &ds) == 0) {
-        if (exists && os.st_dev == ds.st_dev && os.st_ino == ds.st_ino) {
-            fprintf(stderr, "strix train: --out '%s' is the corpus --data '%s'; refusing to "
-                            "overwrite it (choose another --out)\n", out, data);
-            return 2;
-        }
-        /* A corpus directory is read non-recursively (its regular files only), so only a file
-         * directly in it could become part of the corpus; its subdirectories may hold --out. */
-        if (S_ISDIR(ds.st_mode) && stat(parent, &ps) == 0 && ps.st_dev == ds.st_dev &&
-            ps.st_ino == ds.st_ino) {
-            fprintf(stderr, "strix train: --out '%s' lies inside the corpus directory '%s'; "
-                            "write the checkpoint elsewhere (or in a subdirectory)\n", out, data);
-            return 2;
-        }
-    }
+    char what[STRIX_PATH_MAX + 16];
+    snprintf(what, sizeof what, "--out '%s'", out);
+    if (out_check_outside_corpus(what, out, data)) return 2;
     if (exists && strix_checkpoint_probe(target) != STRIX_OK) {
         fprintf(stderr, "strix train: --out '%s' exists and is not a strix checkpoint; refusing "
                         "to replace it (remove it or choose another --out)\n", out);

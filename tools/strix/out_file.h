@@ -26,11 +26,23 @@ void out_parent_of(const char *path, char *buf, size_t cap);
  * file, the corpus itself or a file directly in the corpus directory (it is read
  * non-recursively: its subdirectories may hold --out), an existing file that is not a strix
  * checkpoint, an existing strix checkpoint unless `replace_ok` (--force or --resume; the line
- * names its step and the two flags), a missing or unwritable directory (tried by creating and
- * removing the very temp file the atomic save will use). A symbolic link is judged by its target,
+ * names its step and the two flags; for a weights-only file --force and --init-from), a
+ * missing or unwritable directory (tried by creating and removing the very temp file the atomic
+ * save will use). A symbolic link is judged by its target,
  * which the saves replace. `data` is the corpus path (NULL: none to compare with).
  * Returns 0 when the path may be written. */
 int out_check(const char *out, const char *data, bool replace_ok);
+
+/* True when `a` and `b` name the same file: the same inode when both exist, else the same name
+ * once the links of the last component are followed and the directory is made absolute (so a
+ * file not written yet is compared too). */
+bool out_same_file(const char *a, const char *b);
+
+/* Refuses (exit code 2, one line on stderr starting with `what`, e.g. "--metrics 'x.jsonl'") a
+ * file the run would write at `path` that is the corpus `data` itself or lies directly in the
+ * corpus directory (its subdirectories are fine: directories are read non-recursively). A
+ * symbolic link is judged by its target. 0 when `data` is NULL or does not exist. */
+int out_check_outside_corpus(const char *what, const char *path, const char *data);
 
 /* An advisory lock on "<target>.lock" beside the file the saves replace (the target of a link),
  * or on "<dir>/.strix-lock-<hash>" when that name would exceed NAME_MAX (flock; the file is
