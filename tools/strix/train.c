@@ -129,7 +129,8 @@ static void train_specs(train_flags *f, arg_spec *s) {
         FLAG("metrics", ARG_STRING, &f->metrics, 0, 0, 0, "PATH",
              "JSON-lines log of the run, or none (default: --out's stem + .metrics.jsonl)"),
         FLAG("force", ARG_SWITCH, &f->force, 0, 0, 0, NULL,
-             "a new run may replace an existing checkpoint --out and its log (default off)"),
+             "a new run may replace an existing checkpoint --out, its log and best file; with "
+             "--resume: another run's best file (default off)"),
         FLAG("keep-best", ARG_SWITCH, &f->keep_best, 0, 0, 0, NULL,
              "also keep the lowest-val-loss checkpoint, <stem>.best.safetensors (default off)"),
         FLAG("patience", ARG_I64, &f->patience, 1, BIG, 0, "N",
@@ -167,8 +168,8 @@ static void print_train_help(arg_spec *specs, int n) {
            "--steps it planned.\n"
            "--resume: the checkpoint carries weights, optimizer state, step, data stream, the\n"
            "corpus's absolute path, size and hash, and every hyper-parameter. Only --out,\n"
-           "--threads, --time, --backend, --log-every, --metrics, --keep-best, --patience and\n"
-           "--stop-after may be given with it (and --device, like --backend), plus --data naming\n"
+           "--threads, --time, --backend, --log-every, --metrics, --keep-best, --patience,\n"
+           "--force and --stop-after may be given with it (and --device, like --backend), plus --data naming\n"
            "the same corpus (checked by size and hash) when it has moved; other flags are\n"
            "refused unless they repeat the checkpoint's value.\n"
            "A resumed run keeps the backend recorded in the checkpoint and is then bit-identical\n"
@@ -182,10 +183,15 @@ static void print_train_help(arg_spec *specs, int n) {
            "--metrics: one JSON line per --log-every steps {\"step\",\"train_loss\",\"lr\",\n"
            "\"grad_norm\",\"tokens_per_s\",\"elapsed_s\"} and per evaluation {\"step\",\n"
            "\"val_loss\",\"elapsed_s\"} (null: not finite); a new run truncates it,\n"
-           "--resume drops the lines after the checkpoint's step and appends.\n"
+           "--resume drops the lines after the checkpoint's step and appends. A file that is\n"
+           "not a metrics log, --out, --data or a file directly in its directory is refused;\n"
+           "another run's log needs --force, but the default log of an --out that does not\n"
+           "exist (a run killed before its first save) is replaced with a note.\n"
            "--keep-best writes <stem>.best.safetensors (a resumable checkpoint) at every\n"
            "scheduled evaluation that lowers the best val loss; --patience N stops (saved, exit\n"
-           "0) after N scheduled evaluations without one. Both may be given again with --resume.\n"
+           "0) after N scheduled evaluations without one. Both may be given again with --resume,\n"
+           "which keeps the best file only if this run wrote it (same corpus, config and seed,\n"
+           "step <= the checkpoint's; another run's needs --force).\n"
            "--init-from FILE: a new run (steps, lr, data, seed of the data from the flags) from\n"
            "the weights of FILE, whose model shape it takes (shape flags must repeat it) and\n"
            "whose vocabulary must hold every byte of the corpus; it evaluates at step 0 first.\n"
@@ -285,6 +291,10 @@ typedef struct run {
     int corpus_bytes;           /* distinct bytes of the corpus itself (0: not re-encoded) */
     const char *init_from;      /* --init-from FILE (NULL: none) */
     train_metrics metrics;      /* the metrics log (metrics.f NULL: none) */
+    bool metrics_on;            /* a log is to be written at metrics_path (checked, not opened) */
+    char metrics_path[STRIX_PATH_MAX + 24];
+    int64_t resume_step;        /* the resumed checkpoint's step; -1: a new run */
+    bool force;                 /* --force: another run's log and best file may be replaced */
     double t0;                  /* start of the training loop (tool_now) */
     /* the last checkpoint known to be good: what a diverged run keeps */
     const char *good_path;
@@ -620,7 +630,7 @@ static int check_resume_flags(const strix_checkpoint_info *ck, arg_spec *specs, 
     static const char *allowed[] = {"out",       "threads",    "time", "backend", "device",
                                     "resume",    "log-every",  "stop-after", "save-delay",
                                     "data",      "metrics",    "keep-best", "patience",
-                                    "nan-from"};
+                                    "nan-from",  "force"};
     for (int i = 0; i < n; i++) {
         if (!specs[i].seen) continue;
         bool ok = false;
@@ -708,7 +718,7 @@ static int check_init_flags(const strix_checkpoint_info *ck, const char *file, a
 
 static int start_new_from(run *r, train_flags *f, arg_spec *specs, int n,
                           const strix_checkpoint *init);
-static int setup_outputs(run *r, const train_flags *f, int64_t resume_step, bool replace_ok);
+static int check_outputs(run *r, const train_flags *f, const char *data, int64_t resume_step);
 
 /* A new run: from --init-from's weights (its checkpoint open while the run is set up), or
  * initialised from --seed. */
@@ -802,9 +812,10 @@ static int start_new_from(run *r, train_flags *f, arg_spec *specs, int n,
     }
     struct stat st;
     bool out_exists = stat(r->out, &st) == 0;
+    /* every output is checked before anything is created (the log is opened in cmd_train) */
     int rc = out_check(r->out, data, f->force);
+    if (rc == 0) rc = check_outputs(r, f, data, -1);
     if (rc == 0) rc = out_lock_take(&r->lock, r->out);
-    if (rc == 0) rc = setup_outputs(r, f, -1, f->force || out_exists);
     if (rc) return rc;
 
     rc = load_corpus(r, data, f->data == NULL, NULL, false);
@@ -838,23 +849,97 @@ static int start_new_from(run *r, train_flags *f, arg_spec *specs, int n,
     return setup_trainer(r);
 }
 
-/* The run's other outputs, once --out passed its checks: the metrics log (a new run when
- * resume_step < 0, replace_ok as for metrics_open) and, with --keep-best or --patience, the best
- * checkpoint <stem>.best.safetensors (a resumed run takes the best so far from it). Returns 0 or
- * an exit code (message printed). */
-static int setup_outputs(run *r, const train_flags *f, int64_t resume_step, bool replace_ok) {
-    char path[STRIX_PATH_MAX + 24];
+/* True when the checkpoint `b` (the best file found beside --out) is one this run wrote: a full
+ * checkpoint of the same corpus (size and hash), model, seed and training configuration (the
+ * corpus's path, backend and time limit may differ), at a step <= resume_step. Two runs equal in
+ * all of these are the same run: they are bit-identical. */
+static bool best_of_this_run(const strix_checkpoint_info *b, const strix_checkpoint_info *me,
+                             int64_t resume_step) {
+    if (b->weights_only || b->state.step > resume_step || !isfinite(b->state.val_loss))
+        return false;
+    if (b->state.data_size != me->state.data_size || b->state.data_hash != me->state.data_hash)
+        return false;
+    char *mb = NULL, *mm = NULL;
+    bool same = strix_gpt_config_to_json(&b->model, &mb) == STRIX_OK &&
+                strix_gpt_config_to_json(&me->model, &mm) == STRIX_OK && strcmp(mb, mm) == 0;
+    free(mb);
+    free(mm);
+    const strix_train_config *x = &b->train, *y = &me->train;
+    int ax = x->grad_accum > 1 ? x->grad_accum : 1, ay = y->grad_accum > 1 ? y->grad_accum : 1;
+    return same && x->steps == y->steps && x->lr == y->lr && x->min_lr == y->min_lr &&
+           x->warmup == y->warmup && x->weight_decay == y->weight_decay && x->clip == y->clip &&
+           x->adam_beta1 == y->adam_beta1 && x->adam_beta2 == y->adam_beta2 &&
+           x->adam_eps == y->adam_eps && x->batch == y->batch && ax == ay &&
+           x->seed == y->seed && x->eval_every == y->eval_every &&
+           x->eval_batches == y->eval_batches && x->val_fraction == y->val_fraction &&
+           x->sequential == y->sequential && x->stride == y->stride;
+}
+
+/* The best checkpoint <stem>.best.safetensors of --keep-best / --patience: its path, and the
+ * checks on an existing one (exit code 2, one line): the corpus or a file directly in its
+ * directory, not a strix checkpoint, another run's (a new run: any; a resumed run: one that
+ * best_of_this_run rejects) unless --force. A resumed run takes the best so far from its own. */
+static int check_best(run *r, const train_flags *f, const char *data, int64_t resume_step) {
+    static const char ext[] = ".safetensors";
+    size_t len = strlen(r->out), e = sizeof ext - 1;
+    if (len > e && strcmp(r->out + len - e, ext) == 0) len -= e;
+    snprintf(r->best_path, sizeof r->best_path, "%.*s.best.safetensors", (int)len, r->out);
+    char what[STRIX_PATH_MAX + 48];
+    snprintf(what, sizeof what, "the best checkpoint '%s'", r->best_path);
+    if (out_check_outside_corpus(what, r->best_path, data)) return 2;
+    if (r->metrics_on && out_same_file(r->metrics_path, r->best_path)) {
+        fprintf(stderr, "strix train: --metrics '%s' is the best checkpoint of --keep-best; "
+                        "choose another path for the log\n", r->metrics_path);
+        return 2;
+    }
+    struct stat st;
+    if (stat(r->best_path, &st) != 0) return 0;
+    if (!S_ISREG(st.st_mode) || strix_checkpoint_probe(r->best_path) != STRIX_OK) {
+        fprintf(stderr, "strix train: %s (--keep-best) exists and is not a strix checkpoint; "
+                        "refusing to replace it (remove it or choose another --out)\n", what);
+        return 2;
+    }
+    bool mine = false;
+    strix_checkpoint *ck;
+    if (resume_step >= 0 && strix_checkpoint_open(r->best_path, &ck) == STRIX_OK) {
+        const strix_checkpoint_info *b = strix_checkpoint_info_of(ck);
+        mine = best_of_this_run(b, &r->info, resume_step);
+        if (mine) {
+            r->best_val = b->state.val_loss;
+            r->best_step = b->state.step;
+            int64_t every = r->info.train.eval_every;
+            r->evals_since_best = resume_step / every - b->state.step / every;
+        }
+        strix_checkpoint_close(ck);
+    }
+    if (!mine && !f->force) {
+        fprintf(stderr, "strix train: %s of another run exists; --force replaces it\n", what);
+        return 2;
+    }
+    return 0;
+}
+
+/* Checks the run's other outputs once --out passed its checks, creating nothing: the metrics log
+ * (metrics_check; a new run when resume_step < 0) and, with --keep-best or --patience, the best
+ * checkpoint (check_best). Returns 0 or an exit code (message printed). */
+static int check_outputs(run *r, const train_flags *f, const char *data, int64_t resume_step) {
+    char *path = r->metrics_path;
+    size_t cap = sizeof r->metrics_path;
     bool none = f->metrics && strcmp(f->metrics, "none") == 0;
-    if (f->metrics && !none) snprintf(path, sizeof path, "%s", f->metrics);
-    else metrics_default_path(r->out, path, sizeof path);
+    if (f->metrics && !none) snprintf(path, cap, "%s", f->metrics);
+    else metrics_default_path(r->out, path, cap);
     const char *base = strrchr(path, '/');
     if (!f->metrics && strlen(base ? base + 1 : path) > NAME_MAX) {
         fprintf(stderr, "strix: note: no metrics log: its default name %s would exceed %d bytes "
                         "(give --metrics PATH)\n", path, NAME_MAX);
         none = true;
     }
-    if (!none) {
-        int rc = metrics_open(&r->metrics, path, r->out, resume_step, replace_ok);
+    r->metrics_on = !none;
+    r->resume_step = resume_step;
+    r->force = f->force;
+    bool orphan;
+    if (r->metrics_on) {
+        int rc = metrics_check(path, r->out, data, resume_step, f->force, &orphan);
         if (rc) return rc;
     }
     r->keep_best = f->keep_best || f->patience > 0;
@@ -862,33 +947,15 @@ static int setup_outputs(run *r, const train_flags *f, int64_t resume_step, bool
     r->best_val = INFINITY;
     r->best_step = -1;
     r->eval_step = -1;
-    if (!r->keep_best) return 0;
-    static const char ext[] = ".safetensors";
-    size_t len = strlen(r->out), e = sizeof ext - 1;
-    if (len > e && strcmp(r->out + len - e, ext) == 0) len -= e;
-    snprintf(r->best_path, sizeof r->best_path, "%.*s.best.safetensors", (int)len, r->out);
-    struct stat st;
-    if (stat(r->best_path, &st) != 0) return 0;
-    if (resume_step < 0) {
-        if (!replace_ok) {
-            fprintf(stderr, "strix train: the best checkpoint '%s' of another run exists; --force "
-                            "replaces it\n", r->best_path);
-            return 2;
-        }
-        return out_check(r->best_path, NULL, true);
-    }
-    strix_checkpoint *ck;
-    if (strix_checkpoint_open(r->best_path, &ck) != STRIX_OK) return tool_fail(STRIX_ERR_FORMAT);
-    const strix_checkpoint_info *b = strix_checkpoint_info_of(ck);
-    if (b->state.step <= resume_step && b->state.data_hash == r->info.state.data_hash &&
-        b->train.seed == r->info.train.seed && isfinite(b->state.val_loss)) {
-        r->best_val = b->state.val_loss;
-        r->best_step = b->state.step;
-        int64_t every = r->info.train.eval_every;
-        r->evals_since_best = resume_step / every - b->state.step / every;
-    }
-    strix_checkpoint_close(ck);
-    return 0;
+    return r->keep_best ? check_best(r, f, data, resume_step) : 0;
+}
+
+/* Opens the metrics log checked by check_outputs, once the run is set up (a run refused or failed
+ * before this leaves no log behind). Returns 0 or an exit code (message printed). */
+static int open_outputs(run *r) {
+    if (!r->metrics_on) return 0;
+    return metrics_open(&r->metrics, r->metrics_path, r->out, r->info.train.data_path,
+                        r->resume_step, r->force);
 }
 
 static int start_resumed(run *r, train_flags *f, arg_spec *specs, int n) {
@@ -944,9 +1011,9 @@ static int start_resumed(run *r, train_flags *f, arg_spec *specs, int n) {
         return 2;
     }
     rc = out_check(r->out, data, true);
+    if (rc == 0) rc = check_outputs(r, f, data, r->info.state.step);
     if (rc == 0) rc = out_lock_take(&r->lock, r->out);
     r->vocab_fixed = true;
-    if (rc == 0) rc = setup_outputs(r, f, r->info.state.step, true);
     if (rc == 0) rc = load_corpus(r, data, false, f->resume, f->data != NULL);
     if (rc) return rc;
     char where[STRIX_PATH_MAX];
@@ -1002,6 +1069,7 @@ int cmd_train(int argc, char **argv) {
         return 2;
     }
     rc = f.resume ? start_resumed(&r, &f, specs, n) : start_new(&r, &f, specs, n);
+    if (rc == 0) rc = open_outputs(&r);
     if (rc == 0) {
         print_setup(&r, f.resume != NULL);
         rc = train_loop(&r);

@@ -5,6 +5,8 @@
 #define _XOPEN_SOURCE 700
 
 #include "train_metrics.h"
+#include "out_file.h"
+#include "strix/safetensors.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -42,73 +44,126 @@ static bool line_step(const char *line, int64_t *step) {
     return true;
 }
 
-/* Rewrites the log keeping the lines of steps <= last. 0, or 1 (message printed). */
+/* Rewrites the log keeping the lines of steps <= last (atomically, through the library's temp
+ * file: a symbolic link stays, no other file is touched); nothing when every line is kept.
+ * 0, or 1 (message printed). */
 static int keep_until(const char *path, int64_t last) {
     FILE *in = fopen(path, "r");
     if (!in) return errno == ENOENT ? 0 : 1;
-    char tmp[STRIX_PATH_MAX + 32];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *outf = fopen(tmp, "w");
-    if (!outf) {
-        fprintf(stderr, "strix: metrics log %s: cannot write %s: %s\n", path, tmp,
-                strerror(errno));
-        fclose(in);
-        return 1;
-    }
-    char *line = NULL;
-    size_t cap = 0;
-    bool ok = true;
-    while (getline(&line, &cap, in) > 0) {
+    char *kept = NULL, *line = NULL;
+    size_t kept_len = 0, cap = 0;
+    FILE *mem = open_memstream(&kept, &kept_len);
+    bool ok = mem != NULL, dropped = false;
+    while (ok && getline(&line, &cap, in) > 0) {
         int64_t step;
-        if (line_step(line, &step) && step <= last) ok = ok && fputs(line, outf) >= 0;
+        if (line_step(line, &step) && step <= last) ok = fputs(line, mem) >= 0;
+        else dropped = true;
     }
     free(line);
     ok = !ferror(in) && ok;
     fclose(in);
-    ok = fclose(outf) == 0 && ok;
-    if (!ok || rename(tmp, path) != 0) {
+    if (mem) ok = fclose(mem) == 0 && ok;
+    strix_status s = STRIX_OK;
+    if (ok && dropped) {
+        const void *chunks[1] = {kept};
+        size_t sizes[1] = {kept_len};
+        s = strix_write_file_atomic(path, chunks, sizes, 1);
+    }
+    free(kept);
+    if (!ok || s != STRIX_OK) {
         fprintf(stderr, "strix: metrics log %s: cannot rewrite it for the resumed run: %s\n",
-                path, strerror(errno ? errno : EIO));
-        remove(tmp);
+                path, s != STRIX_OK ? strix_last_error() : strerror(errno ? errno : EIO));
         return 1;
     }
     return 0;
 }
 
-int metrics_open(train_metrics *m, const char *path, const char *out, int64_t resume_step,
-                 bool replace_ok) {
-    m->f = NULL;
-    if (snprintf(m->path, sizeof m->path, "%s", path) >= (int)sizeof m->path) {
+/* What the file at `path` holds: 0 nothing (empty), 1 a metrics log (its first line starts as
+ * every line of one does, {"step":N), 2 something else, -1 it cannot be read (errno set). */
+static int log_kind(const char *path) {
+    FILE *f = fopen(path, "r");
+    if (!f) return -1;
+    char head[16] = "";
+    size_t n = fread(head, 1, sizeof head - 1, f);
+    fclose(f);
+    static const char key[] = "{\"step\":";
+    if (n == 0) return 0;
+    if (n < sizeof key || strncmp(head, key, sizeof key - 1) != 0) return 2;
+    char c = head[sizeof key - 1];
+    return (c >= '0' && c <= '9') || c == '-' ? 1 : 2;
+}
+
+/* True when the log at `path` is the default log of a checkpoint that does not exist: `path` is
+ * "<S>.metrics.jsonl", the default of --out `out`, and neither <S> nor <S>.safetensors (the two
+ * checkpoints with this default log) exists. */
+static bool orphan_log(const char *path, const char *out) {
+    char def[STRIX_PATH_MAX + 16], stem[STRIX_PATH_MAX + 16];
+    if (!metrics_default_path(out, def, sizeof def) || strcmp(def, path) != 0) return false;
+    size_t n = strlen(path) - strlen(".metrics.jsonl");
+    struct stat st;
+    snprintf(stem, sizeof stem, "%.*s", (int)n, path);
+    if (stat(stem, &st) == 0) return false;
+    snprintf(stem, sizeof stem, "%.*s.safetensors", (int)n, path);
+    return stat(stem, &st) != 0 && stat(out, &st) != 0;
+}
+
+int metrics_check(const char *path, const char *out, const char *data, int64_t resume_step,
+                  bool replace_ok, bool *orphan) {
+    *orphan = false;
+    if (strlen(path) >= STRIX_PATH_MAX) {
         fprintf(stderr, "strix train: --metrics path is too long\n");
         return 2;
     }
-    struct stat st, so;
+    struct stat st;
     bool exists = stat(path, &st) == 0;
-    bool device = exists && S_ISCHR(st.st_mode); /* /dev/null: written, never rewritten */
-    if (exists && !S_ISREG(st.st_mode) && !device) {
+    if (exists && S_ISCHR(st.st_mode)) return 0; /* /dev/null: written, never rewritten */
+    if (exists && !S_ISREG(st.st_mode)) {
         fprintf(stderr, "strix train: --metrics '%s' is neither a regular file nor a character "
                         "device\n", path);
         return 2;
     }
-    if (exists && stat(out, &so) == 0 && so.st_dev == st.st_dev && so.st_ino == st.st_ino) {
-        fprintf(stderr, "strix train: --metrics '%s' is the checkpoint --out\n", path);
+    if (out_same_file(path, out)) {
+        fprintf(stderr, "strix train: --metrics '%s' is the checkpoint --out '%s'; choose "
+                        "another path for the log\n", path, out);
         return 2;
     }
-    if (exists && !device && resume_step < 0) {
-        FILE *f = fopen(path, "r");
-        int c = f ? fgetc(f) : EOF;
-        if (f) fclose(f);
-        if (c != EOF && c != '{') {
-            fprintf(stderr, "strix train: --metrics '%s' exists and is not a metrics log; "
-                            "choose another path or --metrics none\n", path);
-            return 2;
-        }
-        if (c != EOF && !replace_ok) {
-            fprintf(stderr, "strix train: the metrics log '%s' of another run exists; --force "
-                            "replaces it (--metrics none: no log)\n", path);
-            return 2;
-        }
+    char what[STRIX_PATH_MAX + 16];
+    snprintf(what, sizeof what, "--metrics '%s'", path);
+    if (out_check_outside_corpus(what, path, data)) return 2;
+    if (!exists) return 0;
+    int kind = log_kind(path);
+    if (kind < 0) {
+        fprintf(stderr, "strix train: --metrics '%s' cannot be read: %s\n", path,
+                strerror(errno));
+        return 2;
     }
+    if (kind == 2) {
+        fprintf(stderr, "strix train: --metrics '%s' exists and is not a metrics log; refusing "
+                        "to replace it (choose another path or --metrics none)\n", path);
+        return 2;
+    }
+    if (kind == 0 || resume_step >= 0 || replace_ok) return 0;
+    if (orphan_log(path, out)) {
+        *orphan = true;
+        return 0;
+    }
+    fprintf(stderr, "strix train: the metrics log '%s' of another run exists; --force replaces "
+                    "it (--metrics none: no log)\n", path);
+    return 2;
+}
+
+int metrics_open(train_metrics *m, const char *path, const char *out, const char *data,
+                 int64_t resume_step, bool replace_ok) {
+    m->f = NULL;
+    bool orphan;
+    int rc = metrics_check(path, out, data, resume_step, replace_ok, &orphan);
+    if (rc) return rc;
+    snprintf(m->path, sizeof m->path, "%s", path);
+    struct stat st;
+    bool device = stat(path, &st) == 0 && S_ISCHR(st.st_mode);
+    if (orphan)
+        fprintf(stderr, "strix: note: replacing the metrics log %s of a run that never saved "
+                        "its checkpoint %s\n", path, out);
     if (resume_step >= 0 && !device && keep_until(path, resume_step)) return 1;
     m->f = fopen(path, resume_step >= 0 ? "a" : "w");
     if (!m->f) {

@@ -27,15 +27,25 @@ typedef struct train_metrics {
  * else ".metrics.jsonl" appended. False when it does not fit in cap. */
 bool metrics_default_path(const char *out, char *buf, size_t cap);
 
-/* Opens the log at `path` for a run writing `out`. A new run (resume_step < 0) truncates it;
- * an existing file is refused unless it is a metrics log (its first byte '{', or empty) and
- * `replace_ok`; a character device (/dev/null) is written as it is; anything else, and --out
- * itself, is refused. A resumed run keeps the lines whose step is <= resume_step (rewritten through
- * "<path>.tmp" and a rename; other lines, such as a half-written last one, are dropped) and
- * appends. Returns 0, or 2 (one line on stderr) for a refused path, 1 for a file that cannot be
- * written. */
-int metrics_open(train_metrics *m, const char *path, const char *out, int64_t resume_step,
-                 bool replace_ok);
+/* Checks, creating and changing nothing, that a run writing checkpoint `out` on corpus `data`
+ * (NULL: none) may write its log at `path`; metrics_open makes the same checks. Refused (2, one
+ * line on stderr): --out itself (the same path or inode), the corpus or a file directly in the
+ * corpus directory, anything but a regular file or a character device (/dev/null is written as
+ * it is), an existing file that is not a metrics log (empty, or its first line {"step":N...),
+ * new run or resumed, and for a new run (resume_step < 0) another run's log unless
+ * `replace_ok`. A new run's default log (metrics_default_path) whose checkpoint does not exist
+ * is an orphan of a run that never saved (killed before its first checkpoint): allowed, and
+ * *orphan set. Returns 0 when the log may be written. */
+int metrics_check(const char *path, const char *out, const char *data, int64_t resume_step,
+                  bool replace_ok, bool *orphan);
+
+/* Opens the log at `path` for a run writing `out` after metrics_check (same arguments). A new
+ * run truncates it (an orphan log with a one-line note on stderr). A resumed run keeps the lines
+ * of a metrics log whose step is <= resume_step (rewritten atomically when a line is dropped;
+ * other lines, such as a half-written last one, are dropped) and appends. Returns 0, or 2 (one
+ * line on stderr) for a refused path, 1 for a file that cannot be written (m->f NULL). */
+int metrics_open(train_metrics *m, const char *path, const char *out, const char *data,
+                 int64_t resume_step, bool replace_ok);
 
 /* Appends a log step's line / an evaluation's line (nothing when m->f is NULL). */
 void metrics_train(train_metrics *m, int64_t step, double train_loss, double lr, double grad_norm,
