@@ -39,10 +39,10 @@ PY
 grep -q '^{"step":10,"val_loss":[0-9.e+-]*,"elapsed_s":[0-9.e+-]*}$' m.metrics.jsonl \
     && ok "eval line format (without python)" || fail "eval line: $(grep val_loss m.metrics.jsonl)"
 
-# ---- another run's log needs --force (the checkpoint is replaced with it)
-rm m.safetensors
+# ---- another run's log needs --force (the checkpoint is replaced with it); the default log of a
+# missing checkpoint (a run killed before its first save) is replaced: tests/cli/train_outputs.sh
 expect_error "another run's log" "the metrics log 'm.metrics.jsonl' of another run exists; --force" \
-    "$STRIX" train --data corpus.txt --out m.safetensors "${RUN[@]}"
+    "$STRIX" train --data corpus.txt --out o.safetensors --metrics m.metrics.jsonl "${RUN[@]}"
 echo "my notes" >notes.txt
 expect_error "not a metrics log" "--metrics 'notes.txt' exists and is not a metrics log" \
     "$STRIX" train --data corpus.txt --out n.safetensors "${RUN[@]}" --metrics notes.txt --force
