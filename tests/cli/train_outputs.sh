@@ -91,6 +91,8 @@ expect_refused "--metrics == --out (other spelling)" "is the checkpoint --out" \
 ln -s same.safetensors link.jsonl
 expect_refused "--metrics links to --out" "--metrics 'link.jsonl' is the checkpoint --out" \
     "$STRIX" train --data corpus.txt --out same.safetensors --metrics link.jsonl "${RUN[@]}"
+expect_refused "--metrics ''" "--metrics is empty" \
+    "$STRIX" train --data corpus.txt --out same.safetensors --metrics "" "${RUN[@]}"
 no_file "--metrics == --out" same.safetensors same.metrics.jsonl same.safetensors.lock
 
 # ---- 3. the log and the best file never go into the corpus (a new run)

@@ -110,6 +110,10 @@ static bool orphan_log(const char *path, const char *out) {
 int metrics_check(const char *path, const char *out, const char *data, int64_t resume_step,
                   bool replace_ok, bool *orphan) {
     *orphan = false;
+    if (path[0] == '\0') {
+        fprintf(stderr, "strix train: --metrics is empty; give the log's path or none\n");
+        return 2;
+    }
     if (strlen(path) >= STRIX_PATH_MAX) {
         fprintf(stderr, "strix train: --metrics path is too long\n");
         return 2;

@@ -29,13 +29,13 @@ bool metrics_default_path(const char *out, char *buf, size_t cap);
 
 /* Checks, creating and changing nothing, that a run writing checkpoint `out` on corpus `data`
  * (NULL: none) may write its log at `path`; metrics_open makes the same checks. Refused (2, one
- * line on stderr): --out itself (the same path or inode), the corpus or a file directly in the
- * corpus directory, anything but a regular file or a character device (/dev/null is written as
- * it is), an existing file that is not a metrics log (empty, or its first line {"step":N...),
- * new run or resumed, and for a new run (resume_step < 0) another run's log unless
- * `replace_ok`. A new run's default log (metrics_default_path) whose checkpoint does not exist
- * is an orphan of a run that never saved (killed before its first checkpoint): allowed, and
- * *orphan set. Returns 0 when the log may be written. */
+ * line on stderr), new run or resumed: an empty path, --out itself (the same path or inode), the
+ * corpus or a file directly in the corpus directory, anything but a regular file or a character
+ * device (/dev/null is written as it is), an existing file that is not a metrics log (a log is
+ * empty or its first line starts {"step":N); for a new run (resume_step < 0) also another run's
+ * log unless `replace_ok`. A new run's default log (metrics_default_path) whose checkpoint does
+ * not exist is an orphan of a run that never saved (killed before its first checkpoint):
+ * allowed, and *orphan set. Returns 0 when the log may be written. */
 int metrics_check(const char *path, const char *out, const char *data, int64_t resume_step,
                   bool replace_ok, bool *orphan);
 
