@@ -49,6 +49,38 @@ expect_error "negative lr" "--lr must be > 0 (got -1e-3)" \
 expect_error "non-numeric steps" "--steps expects an integer (got 'many')" \
     "$STRIX" train --data "$SHAKESPEARE" --steps many "${KEEP[@]}"
 expect_error "missing value" "--batch needs a value" "$STRIX" train --batch
+# integers beyond 64 bits get the flag's range, for each integer type (int, int64, uint64)
+expect_error "int beyond 64 bits" "--batch must be <= 1048576 (got 99999999999999999999)" \
+    "$STRIX" train --data "$SHAKESPEARE" --batch 99999999999999999999 "${KEEP[@]}"
+expect_error "int64 beyond 64 bits" \
+    "--steps must be <= 9223372036854775807 (got 99999999999999999999)" \
+    "$STRIX" train --data "$SHAKESPEARE" --steps 99999999999999999999 "${KEEP[@]}"
+expect_error "negative int64 beyond 64 bits" "--warmup must be >= 0 (got -99999999999999999999)" \
+    "$STRIX" train --data "$SHAKESPEARE" --warmup -99999999999999999999 "${KEEP[@]}"
+expect_error "uint64 beyond 64 bits" \
+    "--seed must be <= 18446744073709551615 (got 18446744073709551616)" \
+    "$STRIX" train --data "$SHAKESPEARE" --seed 18446744073709551616 "${KEEP[@]}"
+expect_error "int flag of sample beyond 64 bits" \
+    "--top-k must be <= 1073741824 (got 123456789012345678901234)" \
+    "$STRIX" sample --model keep.safetensors --top-k 123456789012345678901234
+expect_error "not an integer stays so" "--top-k expects an integer (got '12x')" \
+    "$STRIX" sample --model keep.safetensors --top-k 12x
+# a micro-batch whose activations cannot fit in the machine's memory is refused before anything
+# is read or allocated (the corpus does not exist), naming the estimate and the memory
+expect_error "--batch too large for the memory" "--batch 1048576 needs about " \
+    "$STRIX" train --data does-not-exist.txt --d-model 1024 --layers 8 --heads 8 --block 1024 \
+    --batch 1048576 "${NEW[@]}"
+python3 - "$(cat "$WORK/stderr")" "$(getconf _PHYS_PAGES)" "$(getconf PAGESIZE)" <<'PY' \
+    && ok "--batch too large: the estimate B*T*(L*(10C+2F+NH*T)+2V) floats and the memory" \
+    || fail "--batch too large: $(cat "$WORK/stderr")"
+import re, sys
+m = re.search(r"needs about (\S+) GiB .* the machine's (\S+) GiB of memory", sys.argv[1])
+B, T, L, C, H, F, V = 1048576, 1024, 8, 1024, 8, 4096, 256  # V: the byte vocabulary's bound
+want = 4 * B * T * (L * (10 * C + 2 * F + H * T) + 2 * V) / 2**30
+assert abs(float(m.group(1)) - want) <= 0.05 + 1e-9 * want, (m.group(1), want)
+assert abs(float(m.group(2)) - int(sys.argv[2]) * int(sys.argv[3]) / 2**30) <= 0.05, m.group(2)
+PY
+[ ! -e new.safetensors ] && ok "nothing written for a refused --batch" || fail "new.safetensors"
 expect_error "val fraction out of range" "--val-fraction must be <= 0.9 (got 1.5)" \
     "$STRIX" train --data "$SHAKESPEARE" --val-fraction 1.5 "${KEEP[@]}"
 expect_error "min-lr above lr" "--min-lr 0.01 exceeds --lr 0.001" \

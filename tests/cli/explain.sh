@@ -141,11 +141,24 @@ for rule in attnlrp epsilon gamma alpha-beta; do
 done
 cmp -s r_attnlrp.json r_epsilon.json && fail "attnlrp and epsilon agree (LayerNorm ignored?)" \
     || ok "attnlrp (LayerNorm std held constant) differs from epsilon (pass-through)"
-"${E[@]}" --prompt "$PROMPT" --target e --contrast a --json tc.json >tc.txt \
-    && grep -q "^explained: logit of 'e' minus logit of 'a'" tc.txt \
+"${E[@]}" --prompt "$PROMPT" --target e --contrast a --json tc.json --svg tc.svg >tc.txt \
+    && grep -q "^explained: logit of 'e' minus logit of 'a' = " tc.txt \
     && $PY -c "import json; d=json.load(open('tc.json')); \
         assert d['target']=='e' and d['contrast']=='a' and d['contrast_byte']==97" \
     && ok "--target e --contrast a" || fail "target/contrast"
+# the difference and both logits are shown (text and SVG), and agree with the JSON and the seed
+$PY - <<'PY' && ok "--contrast: 'explained:' shows logit(e) - logit(a) and both logits" \
+    || fail "--contrast values: $(grep explained tc.txt)"
+import json, re
+d, text = json.load(open("tc.json")), open("tc.txt").read()
+m = re.search(r"^explained: logit of 'e' minus logit of 'a' = (\S+) \((\S+) - (\S+)\)$", text, re.M)
+diff, te, ta = map(float, m.groups())
+assert abs(te - d["target_logit"]) <= 1e-4 and abs(ta - d["contrast_logit"]) <= 1e-4, (te, ta, d)
+assert abs(diff - (d["target_logit"] - d["contrast_logit"])) <= 2e-4, (diff, d)
+assert abs(diff - d["relevance_out_sum"]) <= 1e-4, (diff, d["relevance_out_sum"])  # LRP's seed
+svg = re.search(r"minus logit of 'a' = (\S+) \(", open("tc.svg").read())
+assert abs(diff) > 1e-3 and abs(float(svg.group(1)) - diff) <= 2e-4, (diff, svg)
+PY
 "${E[@]}" --prompt "$PROMPT" --target '\n' --json tn.json >tn.txt \
     && grep -q "^explained: logit of '\\\\n'" tn.txt \
     && $PY -c "import json; assert json.load(open('tn.json'))['target'] == '\n'" \
@@ -257,9 +270,26 @@ rnd = [json.load(open(f"del{n}.json"))["deletion"]["random_drop"] for n in range
 print("  mean drop: most relevant", sum(top) / 4, "random", sum(rnd) / 4)
 assert sum(top) > sum(rnd), (top, rnd)
 PY
-"$STRIX" explain --model d.st --prompt "ROMEO" --deletion 2 --seed 5 --json s5.json >/dev/null \
-    2>&1 && "$STRIX" explain --model d.st --prompt "ROMEO" --deletion 2 --seed 5 --json s5b.json \
-    >/dev/null 2>&1 && same_file "--deletion --seed: reproducible" s5.json s5b.json
+# --seed takes the whole u64 range; the same seed draws the same random characters, another seed
+# other ones (the most relevant ones stay)
+for sd in 5 5b 6 18446744073709551615; do
+    "$STRIX" explain --model d.st --prompt "ROMEO: It's" --deletion 2 --seed ${sd%b} \
+        --json s$sd.json >/dev/null 2>s$sd.err || fail "--deletion 2 --seed $sd: $(cat s$sd.err)"
+done
+same_file "--deletion --seed: reproducible" s5.json s5b.json
+$PY - <<'PY' && ok "--deletion --seed 5, 6 and 2^64-1: other random drops, the same top drop" \
+    || fail "--deletion --seed: the seed changes nothing"
+import json
+d = [json.load(open(f"s{s}.json"))["deletion"] for s in ("5", "6", "18446744073709551615")]
+assert d[0]["seed"] == 5 and d[1]["seed"] == 6 and d[2]["seed"] == 2**64 - 1, d
+assert len({x["random_drop"] for x in d}) == 3, [x["random_drop"] for x in d]
+assert len({x["drop"] for x in d}) == 1, [x["drop"] for x in d]
+PY
+"$STRIX" explain --model d.st --prompt "ROMEO" --deletion 2 --seed 18446744073709551615 >smax.txt \
+    2>/dev/null && grep -q "(mean of 10 draws, seed 18446744073709551615)" smax.txt \
+    && ok "--seed 2^64-1 (the largest) is taken" || fail "--seed 2^64-1: $(cat smax.txt)"
+expect_error "--seed 2^64" "--seed must be <= 18446744073709551615 (got 18446744073709551616)" \
+    "$STRIX" explain --model d.st --prompt "ROMEO" --deletion 2 --seed 18446744073709551616
 expect_error "--deletion as large as the prompt" "--deletion 5 must be below the 5 characters" \
     "$STRIX" explain --model d.st --prompt "ROMEO" --deletion 5
 
@@ -282,6 +312,14 @@ $PY -c "import xml.etree.ElementTree as E; E.parse('n.svg'); E.parse('l.svg')" \
     || fail "SVG escaping"
 grep -q '⏎</span>' n.html && grep -q '&amp;' n.html && ok "HTML: newline glyph, escaped &" \
     || fail "HTML escaping"
+$PY - <<'PY' && ok "SVG: the quote ' is drawn as itself (&apos;), not as a prime" \
+    || fail "SVG quote cells"
+import xml.etree.ElementTree as ET
+svg = open("n.svg", encoding="utf-8").read()
+cells = [t.text for t in ET.parse("n.svg").getroot().iter("{http://www.w3.org/2000/svg}text")]
+assert cells.count("'") == 2, cells
+assert "\u2032" not in svg and "\u2033" not in svg and "<text" in svg and "&apos;</text>" in svg
+PY
 
 # ---- bytes >= 0x80: a UTF-8 character is one cell (its bytes' relevance summed), shown as itself;
 # a byte that is not valid UTF-8 stays \xNN
@@ -312,6 +350,15 @@ assert "'é'" in svg and "\\xc3" not in svg and "&lt;" in svg and "\u21e5" in sv
 assert svg.count("<title>position") == 8
 html = open("u.html", encoding="utf-8").read()
 assert "é</span>" in html and "\\xc3" not in html and "&lt;</span>" in html
+PY
+"$STRIX" explain --model u8.st --prompt '<b>&"q"' --svg q.svg >/dev/null 2>&1 || fail "a \" prompt"
+$PY - <<'PY' && ok "SVG: the quote \" is drawn as itself (&quot;), not as a prime" \
+    || fail "SVG \" cells"
+import xml.etree.ElementTree as ET
+svg = open("q.svg", encoding="utf-8").read()
+cells = [t.text for t in ET.parse("q.svg").getroot().iter("{http://www.w3.org/2000/svg}text")]
+assert cells.count('"') == 2, cells
+assert "\u2033" not in svg and "&quot;</text>" in svg
 PY
 # a lone continuation byte (the prompt starts inside a character) stays an escape
 "$STRIX" explain --model u8.st --prompt $'\xa9caf\xc3\xa9' --json v.json >v.txt \
@@ -378,6 +425,17 @@ expect_error "--prompt-file is a directory" "--prompt-file adir0 is a directory"
 expect_error "unknown method" "unknown --method 'shap'" "${E[@]}" --prompt "$PROMPT" --method shap
 expect_error "--rule with a gradient method" "--rule is an option of --method lrp" \
     "${E[@]}" --prompt "$PROMPT" --method saliency --rule epsilon
+expect_error "--gamma without --rule gamma" \
+    "--gamma is an option of --rule gamma (got --rule attnlrp)" \
+    "${E[@]}" --prompt "$PROMPT" --gamma 0.5
+expect_error "--alpha without --rule alpha-beta" \
+    "--alpha is an option of --rule alpha-beta (got --rule gamma)" \
+    "${E[@]}" --prompt "$PROMPT" --rule gamma --alpha 3
+"${E[@]}" --prompt "$PROMPT" --rule gamma --gamma 0.5 --json g5.json >/dev/null 2>&1 \
+    && "${E[@]}" --prompt "$PROMPT" --rule alpha-beta --alpha 3 --json a3.json >/dev/null 2>&1 \
+    && ! cmp -s g5.json r_gamma.json && ! cmp -s a3.json r_alpha-beta.json \
+    && ok "--gamma with --rule gamma and --alpha with --rule alpha-beta change the relevances" \
+    || fail "--gamma / --alpha with their rules"
 expect_error "--ig-steps without integrated-gradients" "--ig-steps is an option of --method" \
     "${E[@]}" --prompt "$PROMPT" --ig-steps 10
 expect_error "--ig-steps 0" "--ig-steps must be >= 1" \

@@ -26,6 +26,11 @@ done
 for flag in model prompt tokens temperature top-k top-p seed; do
     grep -q -- "--$flag" sample.txt || fail "sample --help lacks --$flag"
 done
+# one flags header per command (plot printed "Flags:" and then "Flags (also --name=value):")
+for cmd in train sample explain export plot; do
+    n=$("$STRIX" $cmd --help 2>&1 | grep -c '^Flags')
+    [ "$n" -eq 1 ] && ok "$cmd --help: one flags header" || fail "$cmd --help: $n flags headers"
+done
 grep -q "2000" train.txt && ok "train --help names the default step count" || fail "no 2000"
 # the flags --resume accepts, as the code accepts them
 "$STRIX" train --help | tr '\n' ' ' | grep -q -- "--out, --threads, --time, --backend, --log-every, --metrics, --keep-best, --patience, --force and --stop-after" \

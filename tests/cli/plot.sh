@@ -108,5 +108,36 @@ expect_error "directory" "adir is a directory" "$STRIX" plot run.metrics.jsonl -
 expect_error "log and --model" "not both" "$STRIX" plot run.metrics.jsonl --model m.safetensors \
     --svg x.svg
 "$STRIX" plot --help | grep -q "strix plot \[LOG\]" && ok "plot --help" || fail "plot --help"
+check "plot --help: one flags header" "$("$STRIX" plot --help | grep -c '^Flags')" 1
+
+# LOG anywhere among the flags (or after --): the same picture as LOG first
+"$STRIX" plot run.metrics.jsonl --svg first.svg >/dev/null 2>&1 || fail "LOG first"
+"$STRIX" plot --svg after.svg run.metrics.jsonl >/dev/null 2>err.txt \
+    && same_file "LOG after the flags: the same picture" first.svg after.svg \
+    || fail "LOG after the flags: $(cat err.txt)"
+"$STRIX" plot --svg=mid.svg run.metrics.jsonl >/dev/null 2>err.txt \
+    && same_file "LOG after --svg=FILE: the same picture" first.svg mid.svg \
+    || fail "LOG after --svg=FILE: $(cat err.txt)"
+"$STRIX" plot --svg dash.svg -- run.metrics.jsonl >/dev/null 2>err.txt \
+    && same_file "LOG after --: the same picture" first.svg dash.svg \
+    || fail "LOG after --: $(cat err.txt)"
+# a value after a flag that needs one stays that flag's value: --svg LOG writes LOG (refused, the
+# log is not an SVG), never reads it as the log
+expect_error "--svg LOG: LOG is the value of --svg" "--svg run.metrics.jsonl exists and is not" \
+    "$STRIX" plot --svg run.metrics.jsonl
+expect_error "two logs" "unexpected argument 'two.jsonl' (it takes 1 argument" \
+    "$STRIX" plot run.metrics.jsonl --svg two.svg two.jsonl
+expect_error "a short option" "unexpected argument '-s'" \
+    "$STRIX" plot run.metrics.jsonl -s two.svg
+[ ! -e two.svg ] && ok "refused runs draw nothing" || fail "two.svg written"
+
+# the metrics logs `make run` and strix train leave (model.metrics.jsonl) and the keep-best
+# checkpoints are ignored by git (when the tests run in a git checkout)
+if git -C "$ROOT" rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+    for f in model.metrics.jsonl sub/run.metrics.jsonl model.best.safetensors explain.svg; do
+        git -C "$ROOT" check-ignore -q --no-index "$f" && ok "git ignores $f" \
+            || fail "git does not ignore $f"
+    done
+fi
 
 finish

@@ -50,4 +50,26 @@ rc=$?
 [ "$rc" -eq 2 ] && [ "$(wc -l <bad.err)" -eq 1 ] && grep -q -- "--window takes slide or reprime" \
     bad.err && ok "--window wide refused (exit 2, one line)" \
     || fail "--window wide: rc $rc, $(cat bad.err)"
+
+# --threads above the online cores: train's one-line warning, the thread count kept (the same
+# text), for sample and explain alike; at the core count no warning
+cores=$(getconf _NPROCESSORS_ONLN)
+many=$((cores + 3))
+want="strix: warning: --threads $many exceeds the $cores online cores; oversubscribed threads"
+want+=" make every step much slower (keeping $many)"
+"${S[@]}" --prompt "ROMEO:" --tokens 40 --seed 3 --threads $many >th.txt 2>th.err \
+    && [ "$(cat th.err)" = "$want" ] && ok "sample --threads $many: the warning, one line" \
+    || fail "sample --threads $many: $(cat th.err)"
+"${S[@]}" --prompt "ROMEO:" --tokens 40 --seed 3 >th0.txt 2>/dev/null
+same_file "sample --threads $many: the same text" th.txt th0.txt
+"${S[@]}" --prompt "ROMEO:" --tokens 5 --threads $cores >/dev/null 2>thc.err \
+    && [ ! -s thc.err ] && ok "sample --threads $cores (the core count): no warning" \
+    || fail "sample --threads $cores: $(cat thc.err)"
+"$STRIX" explain --model m.st --prompt "ROMEO:" --threads $many >ex.txt 2>ex.err \
+    && [ "$(grep -c 'warning: --threads' ex.err)" -eq 1 ] && grep -qxF "$want" ex.err \
+    && grep -q "^next character" ex.txt && ok "explain --threads $many: the same warning, once" \
+    || fail "explain --threads $many: $(cat ex.err)"
+expect_error "--tokens beyond 64 bits: the range, not 'an integer'" \
+    "--tokens must be <= 1073741824 (got 99999999999999999999)" \
+    "${S[@]}" --tokens 99999999999999999999
 finish

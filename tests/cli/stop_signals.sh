@@ -49,15 +49,15 @@ for backend in cpu cpu-blas; do
     [ -e $out.lock ] && fail "$backend: lock file left"
 done
 
-# ---- a second SIGINT outside a save still ends the run at once (a step of this model takes about
-# 0.1 s; the second signal comes 0.02 s after the first, before the step ends)
-"$STRIX" train --data corpus.txt --d-model 128 --layers 2 --heads 4 --block 64 --batch 16 \
-    --steps 1000000 --eval-every 1000000 --log-every 1 --threads 2 --out fast.st \
-    >/dev/null 2>fast.err &
+# ---- a second SIGINT outside a save still ends the run at once. --step-delay 1.5 makes every
+# step last 1.5 s (a sleep inside it), so two signals 0.3 s apart both land in one step even on a
+# loaded machine; the first progress line says a step has just ended, so the next one is under way.
+"$STRIX" train --data corpus.txt "${TINY[@]}" --steps 1000000 --eval-every 1000000 \
+    --log-every 1 --threads 2 --step-delay 1.5 --out fast.st >/dev/null 2>fast.err &
 pid=$!
-wait_for fast.err "^step 2/" || fail "training did not start: $(cat fast.err)"
-kill -INT $pid
-sleep 0.02
+wait_for fast.err "^step 1/" || fail "training did not start: $(cat fast.err)"
+kill -INT $pid # inside step 2
+sleep 0.3
 kill -INT $pid
 wait $pid
 rc=$?
@@ -65,6 +65,25 @@ rc=$?
     || fail "a second SIGINT during a step: exit $rc, expected 130"
 [ -z "$(temps)" ] || fail "temp file left after a second SIGINT: $(temps)"
 [ -e fast.st ] && fail "a checkpoint was written after a second SIGINT during the step"
+# one SIGINT inside that long step: the step finishes, is saved, exit 0 (step 2 or 3, the one
+# under way)
+"$STRIX" train --data corpus.txt "${TINY[@]}" --steps 1000000 --eval-every 1000000 \
+    --log-every 1 --threads 2 --step-delay 1.5 --out one.st >/dev/null 2>one.err &
+pid=$!
+wait_for one.err "^step 1/" || fail "training did not start: $(cat one.err)"
+kill -INT $pid
+wait $pid
+rc=$?
+[ $rc -eq 0 ] && grep -qE "interrupted at step [23] of 1000000; checkpoint saved to one.st" \
+    one.err \
+    && ok "one SIGINT during a long step: that step finishes, saved, exit 0" \
+    || fail "one SIGINT during a long step: exit $rc: $(tail -1 one.err)"
+
+# ---- --time stopping after one step says "1 step" (not "1 steps")
+"$STRIX" train --data corpus.txt "${TINY[@]}" --steps 1000 --eval-every 1000 --eval-batches 2 \
+    --time 0.2 --step-delay 0.5 --out t1.st >/dev/null 2>t1.err
+grep -q "note: --time stopped the run after 1 step (" t1.err \
+    && ok "--time after one step: '1 step'" || fail "--time after one step: $(cat t1.err)"
 
 # ---- a SIGTERM after a SIGINT outside a save ends it too, one during the save waits
 "$STRIX" train "${LONG[@]}" --eval-every 5 --threads 2 --save-delay 1 --out term.st \

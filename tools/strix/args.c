@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,9 +36,22 @@ static int set_value(const char *cmd, arg_spec *s, const char *text) {
     } else {
         v = strtod(text, &end);
     }
-    if (!text[0] || *end || errno == ERANGE || !isfinite(v)) {
+    if (!text[0] || *end || (errno == ERANGE && !integer) || !isfinite(v)) {
         fprintf(stderr, "strix %s: --%s expects %s (got '%s')\n", cmd, s->name,
                 integer ? "an integer" : "a number", text);
+        return 2;
+    }
+    if (errno == ERANGE) { /* a well-formed integer beyond 64 bits: outside any range */
+        bool negative = text[strspn(text, " \t\n\v\f\r")] == '-';
+        if (negative)
+            fprintf(stderr, "strix %s: --%s must be %s %.10g (got %s)\n", cmd, s->name,
+                    s->min_open ? ">" : ">=", s->min, text);
+        else if (s->kind == ARG_INT || s->max < 9223372036854775807.0)
+            fprintf(stderr, "strix %s: --%s must be <= %.10g (got %s)\n", cmd, s->name,
+                    s->kind == ARG_INT && s->max > INT_MAX ? (double)INT_MAX : s->max, text);
+        else /* the range is the type's own */
+            fprintf(stderr, "strix %s: --%s must be <= %s (got %s)\n", cmd, s->name,
+                    s->kind == ARG_U64 ? "18446744073709551615" : "9223372036854775807", text);
         return 2;
     }
     bool low = s->min_open ? !(v > s->min) : !(v >= s->min);
@@ -62,8 +76,30 @@ static int set_value(const char *cmd, arg_spec *s, const char *text) {
 }
 
 int args_parse(const char *cmd, int argc, char **argv, int first, arg_spec *specs, int n) {
+    return args_parse_positional(cmd, argc, argv, first, specs, n, NULL, 0, NULL);
+}
+
+int args_parse_positional(const char *cmd, int argc, char **argv, int first, arg_spec *specs,
+                          int n, const char **pos, int max_pos, int *n_pos) {
+    bool flags_end = false; /* after "--" every argument is positional */
+    if (n_pos) *n_pos = 0;
     for (int i = first; i < argc; i++) {
         const char *arg = argv[i];
+        bool positional = max_pos > 0 && (flags_end || arg[0] != '-');
+        if (max_pos > 0 && !flags_end && strcmp(arg, "--") == 0) {
+            flags_end = true;
+            continue;
+        }
+        if (positional) {
+            if (*n_pos == max_pos) {
+                fprintf(stderr, "strix %s: unexpected argument '%s' (it takes %d argument%s "
+                                "besides the flags; see strix %s --help)\n", cmd, arg, max_pos,
+                        max_pos == 1 ? "" : "s", cmd);
+                return 2;
+            }
+            pos[(*n_pos)++] = arg;
+            continue;
+        }
         if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) return 1;
         if (strncmp(arg, "--", 2) != 0 || !arg[2]) {
             fprintf(stderr, "strix %s: unexpected argument '%s' (flags start with --; see "

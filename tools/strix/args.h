@@ -3,7 +3,8 @@
  * without a value, typed targets with inclusive or open ranges, and --help text generated from the
  * same table, so every flag is listed with its default.
  *
- * Does not support short options, positional arguments or abbreviations.
+ * Does not support short options or abbreviations; positional arguments only where a command
+ * asks for them (args_parse_positional).
  */
 #ifndef STRIX_TOOL_ARGS_H
 #define STRIX_TOOL_ARGS_H
@@ -60,6 +61,15 @@ typedef struct arg_spec {
  * printed to stdout), 2 after printing ONE line "strix <cmd>: <problem>" to stderr for an unknown
  * flag, a missing or malformed value, or a value out of range. */
 int args_parse(const char *cmd, int argc, char **argv, int first, arg_spec *specs, int n);
+
+/* args_parse for a command that also takes up to max_pos positional arguments, anywhere among
+ * the flags: an argument not starting with '-' that is not the value of the flag before it (a
+ * flag that needs a value takes the next argument, whatever it is), and every argument after a
+ * lone "--". Writes them in order to pos[0..*n_pos) (pointers into argv). One more than max_pos
+ * is an error (return 2, one line); so is an argument starting with '-' that is not a flag.
+ * With max_pos 0 it is args_parse. */
+int args_parse_positional(const char *cmd, int argc, char **argv, int first, arg_spec *specs,
+                          int n, const char **pos, int max_pos, int *n_pos);
 
 /* Prints the flags of `specs` (usage line and summary are the caller's). */
 void args_print_help(FILE *out, const arg_spec *specs, int n);

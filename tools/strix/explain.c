@@ -105,7 +105,7 @@ static void explain_specs(explain_flags *f, arg_spec *s) {
         FLAG("deletion", ARG_INT, &f->deletion, 0, 1 << 20, 0, "K",
              "delete the K most relevant and K random characters, report the drops (default 0: "
              "none)"),
-        FLAG("seed", ARG_U64, &f->seed, 0, 0, 0, "S",
+        FLAG("seed", ARG_U64, &f->seed, 0, 1e300, 0, "S",
              "seed of --deletion's random characters (default 0)"),
         FLAG("force", ARG_SWITCH, &f->force, 0, 0, 0, NULL,
              "replace --svg/--html/--json files that strix explain did not write (default off)"),
@@ -442,6 +442,19 @@ static int explain(strix_gpt *g, const strix_vocab *vocab, const explain_flags *
         free(ids);
         return tool_fail(strix_error(STRIX_ERR_ALLOC, "out of memory"));
     }
+    double contrast_output = NAN; /* logit(target) - logit(contrast) */
+    if (cfg.contrast >= 0) {
+        strix_gpt_explain_config out_cfg = cfg;
+        out_cfg.target = ex.target;
+        s = strix_gpt_explain_output(g, ids, (int)n, &out_cfg, &contrast_output);
+        if (s != STRIX_OK) {
+            render_group_free(&re);
+            strix_gpt_explanation_free(&ex);
+            free(ids);
+            return tool_fail(s);
+        }
+        re.contrast_logit = (float)((double)ex.target_logit - contrast_output);
+    }
     render_deletion del = {0};
     int *del_pos = f->deletion > 0 ? malloc(sizeof(int) * (size_t)f->deletion) : NULL;
     int rc = 0;
@@ -474,7 +487,8 @@ static int explain(strix_gpt *g, const strix_vocab *vocab, const explain_flags *
     printf("next character: '%s' (p = %.4f)\n", pg, (double)re.predicted_prob);
     if (contrast_byte >= 0) {
         render_glyph((unsigned char)contrast_byte, false, cg);
-        printf("explained: logit of '%s' minus logit of '%s'%s\n", tg, cg,
+        printf("explained: logit of '%s' minus logit of '%s' = %.4f (%.4f - %.4f)%s\n", tg, cg,
+               contrast_output, (double)re.target_logit, (double)re.contrast_logit,
                f->one_hot && lrp ? ", seeded with +1 and -1" : "");
     } else {
         printf("explained: logit of '%s' = %.4f (p = %.4f)%s\n", tg, (double)re.target_logit,
@@ -638,6 +652,14 @@ int cmd_explain(int argc, char **argv) {
                 return 2;
             }
     }
+    const char *rule_only[2][2] = {{"gamma", "gamma"}, {"alpha", "alpha-beta"}};
+    for (int i = 0; i < 2; i++)
+        if (args_find(specs, NEXPLAIN_SPECS, rule_only[i][0])->seen &&
+            strcmp(f.rule, rule_only[i][1]) != 0) {
+            fprintf(stderr, "strix explain: --%s is an option of --rule %s (got --rule %s)\n",
+                    rule_only[i][0], rule_only[i][1], f.rule);
+            return 2;
+        }
     if (args_find(specs, NEXPLAIN_SPECS, "ig-steps")->seen &&
         strcmp(f.method, "integrated-gradients") != 0) {
         fprintf(stderr, "strix explain: --ig-steps is an option of --method "

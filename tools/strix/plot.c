@@ -346,9 +346,9 @@ static void print_plot_help(const arg_spec *specs, int n) {
            "\n"
            "Draws the train and val loss of a training run against the step as an SVG picture.\n"
            "LOG is the metrics log strix train writes beside its checkpoint (JSON lines; without\n"
-           "LOG, the one of --model: model.safetensors -> model.metrics.jsonl).\n"
-           "\n"
-           "Flags:\n");
+           "LOG, the one of --model: model.safetensors -> model.metrics.jsonl). LOG may come\n"
+           "before or after the flags.\n"
+           "\n");
     args_print_help(stdout, specs, n);
     printf("\n"
            "A malformed line stops with its line number; an unfinished last line (a run still\n"
@@ -364,13 +364,9 @@ int cmd_plot(int argc, char **argv) {
         FLAG("svg", ARG_STRING, &f.svg, 0, 0, 0, "FILE",
              "the picture to write (required, no default)"),
     };
-    int first = 2;
     const char *log = NULL;
-    if (argc > 2 && argv[2][0] != '-') {
-        log = argv[2];
-        first = 3;
-    }
-    int rc = args_parse("plot", argc, argv, first, specs, NPLOT_SPECS);
+    int n_pos = 0;
+    int rc = args_parse_positional("plot", argc, argv, 2, specs, NPLOT_SPECS, &log, 1, &n_pos);
     if (rc == 1) {
         print_plot_help(specs, NPLOT_SPECS);
         return 0;

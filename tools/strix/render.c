@@ -8,6 +8,7 @@
 
 #include "render.h"
 
+#include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -100,11 +101,10 @@ static void put_padded(FILE *out, const char *s, int width) {
     for (int k = text_cols(s); k < width; k++) fputc(' ', out);
 }
 
-/* The picture glyph of c for an SVG cell. A text of only ' or " is drawn empty by ImageMagick's
- * SVG renderer, so those two are drawn as the look-alike primes U+2032 and U+2033 (the
- * cell's tooltip keeps the real character). */
+/* The picture glyph of c for an SVG cell: the character itself, ' and " as the XML entities
+ * &apos; and &quot; (a cell's text of only that quote). */
 static void svg_glyph(FILE *f, unsigned char c) {
-    if (c == '\'' || c == '"') fputs(c == '\'' ? "\u2032" : "\u2033", f);
+    if (c == '\'' || c == '"') fputs(c == '\'' ? "&apos;" : "&quot;", f);
     else xml_glyph(f, c);
 }
 
@@ -126,7 +126,9 @@ static void describe_target(const render_explanation *e, bool pictures, char *bu
     render_glyph(e->target, pictures, t);
     if (e->contrast >= 0) {
         render_glyph((unsigned char)e->contrast, pictures, c);
-        snprintf(buf, cap, "logit of '%s' minus logit of '%s'", t, c);
+        snprintf(buf, cap, "logit of '%s' minus logit of '%s' = %.4f (%.4f - %.4f)", t, c,
+                 (double)e->target_logit - (double)e->contrast_logit, (double)e->target_logit,
+                 (double)e->contrast_logit);
     } else {
         snprintf(buf, cap, "logit of '%s' = %.4f (p = %.4f)", t, (double)e->target_logit,
                  (double)e->target_prob);
@@ -487,6 +489,14 @@ static bool add_ints(cJSON *obj, const char *key, const unsigned char *v, int n)
     return a != NULL;
 }
 
+/* Adds "seed": the exact decimal integer (a cJSON number, a double, would round one above 2^53).
+ * Returns whether it was added. */
+static bool seed_json(cJSON *obj, uint64_t seed) {
+    char digits[24];
+    snprintf(digits, sizeof digits, "%" PRIu64, seed);
+    return cJSON_AddRawToObject(obj, "seed", digits) != NULL;
+}
+
 char *render_json(const render_explanation *e) {
     cJSON *root = cJSON_CreateObject();
     char *text = utf8_clean(e->text, e->offset + e->n_bytes);
@@ -520,7 +530,8 @@ char *render_json(const render_explanation *e) {
              cJSON_AddNumberToObject(root, "target_probability", shortest(e->target_prob)) &&
              cJSON_AddNumberToObject(root, "target_logit", shortest(e->target_logit));
         if (ok && e->contrast >= 0)
-            ok = cJSON_AddNumberToObject(root, "contrast_byte", e->contrast) != NULL;
+            ok = cJSON_AddNumberToObject(root, "contrast_byte", e->contrast) &&
+                 cJSON_AddNumberToObject(root, "contrast_logit", shortest(e->contrast_logit));
     }
     cJSON *pos = ok ? cJSON_AddArrayToObject(root, "positions") : NULL;
     for (int i = 0; pos && i < e->n; i++) {
@@ -579,7 +590,7 @@ char *render_json(const render_explanation *e) {
              cJSON_AddNumberToObject(del, "random_output_after", dl->after_random) &&
              cJSON_AddNumberToObject(del, "random_drop", dl->before - dl->after_random) &&
              cJSON_AddNumberToObject(del, "random_draws", dl->draws) &&
-             cJSON_AddNumberToObject(del, "seed", (double)dl->seed);
+             seed_json(del, dl->seed);
     }
     char *json = ok ? cJSON_Print(root) : NULL;
     cJSON_Delete(root);

@@ -49,6 +49,7 @@ typedef struct render_explanation {
     unsigned char target;       /* the explained byte, its probability and logit */
     float target_prob, target_logit;
     int contrast;               /* byte explained against (logit difference), or -1 */
+    float contrast_logit;       /* its logit (with contrast >= 0) */
     const char *rule;           /* "attnlrp", "epsilon", ...; NULL for a gradient method */
     const char *method;         /* "lrp", "gradient-x-input", "integrated-gradients", ... */
     int ig_steps;               /* integrated-gradients: the points of the integral */
@@ -98,9 +99,10 @@ int render_svg(FILE *out, const render_explanation *e, int cols);
  * its position and relevance, a legend, the top contributors and the sums. Returns 0 or -1. */
 int render_html(FILE *out, const render_explanation *e, int top);
 
-/* JSON (cJSON): prompt (whole), offset, method, rule, predicted, probability, target, contrast,
- * positions [{position, byte, bytes, char, relevance, position_relevance}] (one per character:
- * position and byte are its first byte's, bytes all of them), sums, and the deletion check.
+/* JSON (cJSON): prompt (whole), offset, method, rule, predicted, probability, target, contrast
+ * (and contrast_logit), positions [{position, byte, bytes, char, relevance,
+ * position_relevance}] (one per character: position and byte are its first byte's, bytes all of
+ * them), sums, and the deletion check.
  * Strings are valid UTF-8 (a byte that is not part of valid UTF-8 becomes U+FFFD in "prompt" and
  * "\xNN" in "char"; "bytes" keeps it exactly). The caller frees the result with free(); NULL
  * when out of memory. */

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "strix/backend.h"
 #include "tool.h"
@@ -36,7 +37,35 @@ strix_status tool_backend_init(const char *name, strix_backend **out) {
     return strix_backend_init_ex(name, &opt, out);
 }
 
+bool tool_warn_threads(int threads) {
+    long online = sysconf(_SC_NPROCESSORS_ONLN);
+    if (online <= 0 || threads <= online) return false;
+    fprintf(stderr, "strix: warning: --threads %d exceeds the %ld online cores; oversubscribed "
+                    "threads make every step much slower (keeping %d)\n", threads, online,
+            threads);
+    return true;
+}
+
+double tool_activation_bytes(const strix_gpt_config *m, int batch) {
+    double C = m->d_model, T = m->block_size, L = m->n_layer, H = m->n_head;
+    double F = m->d_ff > 0 ? m->d_ff : 4.0 * C, V = m->vocab_size;
+    return 4.0 * batch * T * (L * (10.0 * C + 2.0 * F + H * T) + 2.0 * V);
+}
+
+int tool_check_memory(const char *cmd, const strix_gpt_config *m, int batch) {
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    if (pages <= 0 || page <= 0) return 0; /* unknown: no limit to check against */
+    double limit = (double)pages * (double)page, need = tool_activation_bytes(m, batch);
+    if (need <= limit) return 0;
+    fprintf(stderr, "strix %s: --batch %d needs about %.1f GiB of activations (B*T*(L*(10C + "
+                    "2*d_ff + NH*T) + 2V) floats), more than the machine's %.1f GiB of memory; "
+                    "give a smaller --batch (--grad-accum keeps the tokens per step)\n", cmd,
+            batch, need / 1073741824.0, limit / 1073741824.0);
+    return 2;
+}
+
 strix_status tool_model_load(tool_model *m, const char *backend, int threads) {
+    tool_warn_threads(threads);
     strix_set_num_threads(threads);
     strix_status s = tool_backend_init(backend, &m->be);
     if (s != STRIX_OK) { /* name the backend in the one-line error */

@@ -7,6 +7,8 @@
 #ifndef STRIX_TOOL_H
 #define STRIX_TOOL_H
 
+#include <stdbool.h>
+
 #include "strix/checkpoint.h"
 #include "strix/core.h"
 
@@ -27,6 +29,26 @@ int tool_fail(strix_status s);
 /* Seconds on a monotonic clock. */
 double tool_now(void);
 
+/* Warns once on stderr, in one line, when `threads` (a --threads value, 0 = all) exceeds the
+ * online cores (sysconf(_SC_NPROCESSORS_ONLN)): "strix: warning: --threads N exceeds the M online
+ * cores; oversubscribed threads make every step much slower (keeping N)". The thread count is
+ * kept. Returns whether it warned. */
+bool tool_warn_threads(int threads);
+
+/* A lower estimate of the bytes a training step of model m at micro-batch `batch` keeps as
+ * activations, in floats: B·T·(L·(10·C + 2·d_ff + NH·T) + 2·V) (per layer and position: the
+ * LayerNorm, qkv, attention and MLP outputs kept for backward, the hidden MLP pre- and
+ * post-activation, one attention-probability row per head; then the logits and their
+ * softmax). d_ff 0 counts as 4·C. Pure arithmetic in double: never overflows. */
+double tool_activation_bytes(const strix_gpt_config *m, int batch);
+
+/* Refuses a training configuration whose tool_activation_bytes exceeds the machine's physical
+ * memory (sysconf _SC_PHYS_PAGES x _SC_PAGESIZE; unknown: accepted): returns 2 after one line
+ * "strix <cmd>: --batch B needs about X GiB of activations (...), more than the machine's Y
+ * GiB of memory; ...", else 0. Allocates nothing. For runs on a CPU backend (a GPU's
+ * activations are in its own memory). */
+int tool_check_memory(const char *cmd, const strix_gpt_config *m, int batch);
+
 /* strix_backend_init_ex with the backend options the environment asks for: STRIX_CUDA_GEMM=own
  * (the GPU backends' own SGEMM; =blas the vendor BLAS), STRIX_CUDA_TF32=1 (TF32 in cuBLAS) and
  * STRIX_PLUGIN_DIR (a folder searched first for the GPU plugins). The library itself reads no
@@ -42,10 +64,10 @@ typedef struct tool_model {
     strix_gpt *g;
 } tool_model;
 
-/* Sets the thread count (0 = all), creates backend `backend` (an error names it) and the
- * checkpoint's model on it with the checkpoint's weights (never its optimizer state, so a
- * weights-only file serves as well). On failure what was made stays in *m
- * for tool_model_free. */
+/* Warns about too many threads (tool_warn_threads), sets the thread count (0 = all), creates
+ * backend `backend` (an error names it) and the checkpoint's model on it with the checkpoint's
+ * weights (never its optimizer state, so a weights-only file serves as well). On failure what
+ * was made stays in *m for tool_model_free. */
 strix_status tool_model_load(tool_model *m, const char *backend, int threads);
 
 /* Frees the model, the backend and the checkpoint (each may be NULL). */

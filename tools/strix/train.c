@@ -52,14 +52,14 @@ typedef struct train_flags {
     int d_model, layers, heads, d_ff, block, batch, grad_accum, threads, eval_batches;
     float lr, min_lr, weight_decay, clip, dropout;
     int64_t warmup, eval_every, stride, stop_after, log_every, patience, nan_from;
-    double save_delay;
+    double save_delay, step_delay;
     uint64_t seed;
     double val_fraction;
     bool rope, relu, tie, sequential, no_bias, force, keep_best;
 } train_flags;
 
 #define BIG 1e300
-#define NSPECS 41
+#define NSPECS 42
 
 /* Fills specs (NSPECS entries) pointing into f. */
 static void train_specs(train_flags *f, arg_spec *s) {
@@ -140,6 +140,8 @@ static void train_specs(train_flags *f, arg_spec *s) {
              "behave as if interrupted (Ctrl-C) right after step N: save and exit 0"),
         TESTING_FLAG("save-delay", ARG_DOUBLE, &f->save_delay, 0, 3600, 0, "SECONDS",
              "sleep inside every save, where Ctrl-C is held off (default 0)"),
+        TESTING_FLAG("step-delay", ARG_DOUBLE, &f->step_delay, 0, 3600, 0, "SECONDS",
+             "sleep inside every step, where a second Ctrl-C ends the run (default 0)"),
         TESTING_FLAG("nan-from", ARG_I64, &f->nan_from, 1, BIG, 0, "N",
              "the loss of step N and every later step reads as NaN (default: never)"),
     };
@@ -283,7 +285,7 @@ typedef struct run {
     strix_train_model model;    /* what the trainer sees: the adapter, plus save() below */
     strix_optimizer *opt;
     const char *out;
-    double time_limit, save_delay;
+    double time_limit, save_delay, step_delay;
     int64_t stop_after, log_every, nan_from;
     bool tty, corpus_is_dir;
     bool vocab_fixed;           /* info.vocab is the model's (resume, --init-from): the corpus is
@@ -614,11 +616,11 @@ static int train_loop(run *r) {
            "saved %s\n", step == t->steps ? "done" : "stopped", step, t->steps, train_text,
            val_text, elapsed, r->out);
     if (c.stopped && strcmp(c.stopped, "time limit") == 0 && step < 1000)
-        fprintf(stderr, "strix: note: --time stopped the run after %" PRId64 " steps (%.0f tok/s): "
-                        "too few for good samples (a small GPT needs thousands); another process "
-                        "busy on the cores makes each step many times slower: give a longer "
-                        "--time, fewer --threads, or an idle machine\n", step,
-                tokens_per_s(r, step, c.first, elapsed));
+        fprintf(stderr, "strix: note: --time stopped the run after %" PRId64 " step%s "
+                        "(%.0f tok/s): too few for good samples (a small GPT needs thousands); "
+                        "another process busy on the cores makes each step many times slower: "
+                        "give a longer --time, fewer --threads, or an idle machine\n", step,
+                step == 1 ? "" : "s", tokens_per_s(r, step, c.first, elapsed));
     return 0;
 }
 
@@ -629,6 +631,7 @@ static int check_resume_flags(const strix_checkpoint_info *ck, arg_spec *specs, 
     /* --data may name the corpus at another place: its size and hash are checked instead. */
     static const char *allowed[] = {"out",       "threads",    "time", "backend", "device",
                                     "resume",    "log-every",  "stop-after", "save-delay",
+                                    "step-delay",
                                     "data",      "metrics",    "keep-best", "patience",
                                     "nan-from",  "force"};
     for (int i = 0; i < n; i++) {
@@ -672,6 +675,12 @@ static strix_status run_loss_step(void *ctx, int64_t step, int micro, float grad
     run *r = ctx;
     strix_status s = r->gpt_model.loss_step(r->gpt_model.ctx, step, micro, grad_scale, loss);
     if (r->nan_from > 0 && step + 1 >= r->nan_from) *loss = NAN; /* the testing flag */
+    if (r->step_delay > 0) { /* the testing flag: a step long enough to be interrupted in */
+        double whole = floor(r->step_delay);
+        struct timespec ts = {.tv_sec = (time_t)whole,
+                              .tv_nsec = (long)((r->step_delay - whole) * 1e9)};
+        while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {}
+    }
     return s;
 }
 
@@ -774,6 +783,7 @@ static int start_new_from(run *r, train_flags *f, arg_spec *specs, int n,
         fprintf(stderr, "strix train: %s\n", strix_last_error());
         return 2;
     }
+    if (strncmp(f->backend, "cpu", 3) == 0 && tool_check_memory("train", m, f->batch)) return 2;
     strix_train_config *t = &info->train;
     t->steps = f->steps;
     t->time_limit = f->time;
@@ -1056,6 +1066,7 @@ int cmd_train(int argc, char **argv) {
     r.stop_after = f.stop_after;
     r.log_every = f.log_every;
     r.save_delay = f.save_delay;
+    r.step_delay = f.step_delay;
     r.nan_from = f.nan_from;
     r.good_step = -1;
     if (f.resume && f.init_from) {
