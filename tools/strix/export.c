@@ -159,8 +159,9 @@ int cmd_export(int argc, char **argv) {
     bool was_weights_only = strix_checkpoint_info_of(m.ck)->weights_only;
     long long full = file_size(f.model), out = file_size(f.out);
     if (replacing) printf("note: replaced the weights-only file %s\n", f.out);
-    printf("exported %s (%d layers, d_model %d, vocabulary %d, %zu parameters)\n", f.model,
-           c->n_layer, c->d_model, c->vocab_size, strix_gpt_params(m.g)->total);
+    printf("exported %s (%d layer%s, d_model %d, vocabulary %d, %zu parameters)\n", f.model,
+           c->n_layer, c->n_layer == 1 ? "" : "s", c->d_model, c->vocab_size,
+           strix_gpt_params(m.g)->total);
     printf("wrote %s: %lld bytes, weights only; %s %s: %lld bytes (%.1f%%)\n", f.out, out,
            was_weights_only ? "the weights-only file" : "the full checkpoint", f.model, full,
            full > 0 ? 100.0 * (double)out / (double)full : 0.0);

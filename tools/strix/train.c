@@ -401,9 +401,11 @@ static void print_setup(const run *r, bool resumed) {
            strix_corpus_split_size(c, STRIX_SPLIT_VAL));
     char drop[32] = "";
     if (m->dropout > 0.0f) snprintf(drop, sizeof drop, ", dropout %g", (double)m->dropout);
-    printf("model: %d layers, d_model %d, %d heads, block %d%s, %zu parameters; backend %s, "
-           "%d threads\n", m->n_layer, m->d_model, m->n_head, m->block_size, drop,
-           strix_gpt_params(r->gpt)->total, strix_backend_name(r->be), strix_get_num_threads());
+    int nt = strix_get_num_threads();
+    printf("model: %d layer%s, d_model %d, %d head%s, block %d%s, %zu parameters; backend %s, "
+           "%d thread%s\n", m->n_layer, m->n_layer == 1 ? "" : "s", m->d_model, m->n_head,
+           m->n_head == 1 ? "" : "s", m->block_size, drop,
+           strix_gpt_params(r->gpt)->total, strix_backend_name(r->be), nt, nt == 1 ? "" : "s");
     if (resumed)
         printf("resuming at step %" PRId64 " of %" PRId64 "\n", i->state.step, i->train.steps);
     fflush(stdout);
@@ -654,11 +656,7 @@ static int check_resume_flags(const strix_checkpoint_info *ck, arg_spec *specs, 
 /* Creates the run's backend: `name` is --backend for a new run, and for a resumed run the
  * checkpoint's backend unless --backend names another. Records it for the next checkpoint. */
 static int setup_backend(run *r, const train_flags *f, const char *name) {
-    long online = sysconf(_SC_NPROCESSORS_ONLN);
-    if (online > 0 && f->threads > online)
-        fprintf(stderr, "strix: warning: --threads %d exceeds the %ld online cores; "
-                        "oversubscribed threads make every step much slower (keeping %d)\n",
-                f->threads, online, f->threads);
+    tool_warn_threads(f->threads);
     strix_set_num_threads(f->threads);
     strix_status s = tool_backend_init(name, &r->be);
     if (s != STRIX_OK) {
