@@ -175,17 +175,6 @@ static bool same_file(const char *a, const char *b) {
            sa.st_ino == sb.st_ino;
 }
 
-/* Whether an existing file at path may be replaced: an earlier output of strix explain (its
- * marker within the first 4 KiB) or an empty file. */
-static bool replaceable(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return false;
-    char head[4097];
-    size_t n = fread(head, 1, sizeof head - 1, f);
-    fclose(f);
-    head[n] = '\0';
-    return n == 0 || strstr(head, STRIX_OUTPUT_MARKER) != NULL;
-}
 
 /* Checks the output paths before any work: none may be the checkpoint, a directory or an
  * existing file that strix explain did not write, and no two may be the same. Returns 0, or 2
@@ -209,7 +198,7 @@ static int check_outputs(const explain_flags *f) {
             fprintf(stderr, "strix explain: --%s %s is a directory\n", flags[i], paths[i]);
             return 2;
         }
-        if (stat(paths[i], &st) == 0 && !f->force && !replaceable(paths[i])) {
+        if (stat(paths[i], &st) == 0 && !f->force && !tool_file_replaceable(paths[i], STRIX_OUTPUT_MARKER)) {
             fprintf(stderr, "strix explain: --%s %s exists and was not written by strix explain; "
                             "--force replaces it\n", flags[i], paths[i]);
             return 2;

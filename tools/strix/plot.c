@@ -323,17 +323,6 @@ static int draw(FILE *out, const plot_series *train, const plot_series *val, con
 
 // ---- the command --------------------------------------------------------------------------------
 
-/* Whether an existing file may be replaced by the picture: an SVG ("<svg" in its first 4 KiB)
- * or an empty file. */
-static bool replaceable(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return false;
-    char head[4097];
-    size_t n = fread(head, 1, sizeof head - 1, f);
-    fclose(f);
-    head[n] = '\0';
-    return n == 0 || strstr(head, "<svg") != NULL;
-}
 
 typedef struct plot_flags {
     const char *model, *svg;
@@ -394,7 +383,7 @@ int cmd_plot(int argc, char **argv) {
         fprintf(stderr, "strix plot: --svg %s is a directory\n", f.svg);
         return 2;
     }
-    if (stat(f.svg, &st) == 0 && !replaceable(f.svg)) {
+    if (stat(f.svg, &st) == 0 && !tool_file_replaceable(f.svg, "<svg") /* an SVG picture */) {
         fprintf(stderr, "strix plot: --svg %s exists and is not an SVG picture; remove it or "
                         "choose another name\n", f.svg);
         return 2;

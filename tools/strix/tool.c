@@ -37,6 +37,16 @@ strix_status tool_backend_init(const char *name, strix_backend **out) {
     return strix_backend_init_ex(name, &opt, out);
 }
 
+bool tool_file_replaceable(const char *path, const char *marker) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return false;
+    char head[4097];
+    size_t n = fread(head, 1, sizeof head - 1, f);
+    fclose(f);
+    head[n] = '\0';
+    return n == 0 || strstr(head, marker) != NULL;
+}
+
 bool tool_warn_threads(int threads) {
     long online = sysconf(_SC_NPROCESSORS_ONLN);
     if (online <= 0 || threads <= online) return false;

@@ -26,6 +26,10 @@ int cmd_plot(int argc, char **argv);
 /* Prints "strix: <strix_last_error()>" to stderr and returns 1 (for `return tool_fail(s);`). */
 int tool_fail(strix_status s);
 
+/* Whether an existing output file may be replaced: it is empty, or `marker` stands in its first
+ * 4 KiB (an earlier output of the same kind). False when it cannot be read. */
+bool tool_file_replaceable(const char *path, const char *marker);
+
 /* Seconds on a monotonic clock. */
 double tool_now(void);
 
