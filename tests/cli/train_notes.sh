@@ -22,7 +22,8 @@ grep -q "exceeds" err.txt && fail "a warning for --threads $cores" || ok "no war
     || fail "--time run: $(tail -n 1 err.txt)"
 steps=$(sed -nE 's/^stopped: ([0-9]+) of 5000.*/\1/p' out.txt)
 [ -n "$steps" ] && [ "$steps" -lt 1000 ] || fail "the run did $steps steps, the test needs < 1000"
-note=$(grep "note: --time stopped the run after $steps steps (" err.txt)
+unit=steps; [ "$steps" = 1 ] && unit=step
+note=$(grep "note: --time stopped the run after $steps $unit (" err.txt)
 [ "$(wc -l <<<"$note")" -eq 1 ] && grep -q "tok/s): too few for good samples.*another process.*longer --time, fewer --threads, or an idle machine" <<<"$note" \
     && ok "the short-run note: $note" || fail "note: $(tail -n 2 err.txt)"
 "$STRIX" train --data corpus.txt --out w.st "${TINY[@]}" --steps 30 --time 100 >/dev/null 2>err.txt
