@@ -65,6 +65,8 @@ rc=$?
     || fail "a second SIGINT during a step: exit $rc, expected 130"
 [ -z "$(temps)" ] || fail "temp file left after a second SIGINT: $(temps)"
 [ -e fast.st ] && fail "a checkpoint was written after a second SIGINT during the step"
+[ "$(tail -n 1 fast.err)" = "strix: stopped at once by a second signal; the last checkpoint is kept as it was" ] \
+    && ok "it says so in one line" || fail "last line: $(tail -n 1 fast.err)"
 # one SIGINT inside that long step: the step finishes, is saved, exit 0 (step 2 or 3, the one
 # under way)
 "$STRIX" train --data corpus.txt "${TINY[@]}" --steps 1000000 --eval-every 1000000 \

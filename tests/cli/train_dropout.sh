@@ -60,7 +60,7 @@ same_file "resumed dropout run (2 threads) == uninterrupted (1 thread)" full.saf
     part.safetensors
 
 # ---- the range
-expect_error "--dropout 1" "--dropout must be < 1" \
+expect_error "--dropout 1" "--dropout must be in [0, 1)" \
     "$STRIX" train --data a.txt --out bad.safetensors "${TINY[@]}" --dropout 1
 expect_error "--dropout -0.1" "--dropout must be >= 0" \
     "$STRIX" train --data a.txt --out bad.safetensors "${TINY[@]}" --dropout -0.1

@@ -69,4 +69,30 @@ expect_error "byte outside the vocabulary" "holds the byte (0x09), which the voc
     "$STRIX" train --data tabs.txt --init-from a.safetensors --out z.safetensors
 expect_error "--init-from with --resume" "--init-from starts a new run" \
     "$STRIX" train --resume ft.safetensors --init-from a.safetensors
+# ---- found by a new-user trial: the file's block sets --sequential's stride; the step-0
+# evaluation is the first best of --keep-best/--patience; --out may not be the --init-from file;
+# --head-sizes that repeat a uniform model are its shape, --heads never repeats head sizes
+"$STRIX" train --data b.txt --init-from a.safetensors --out seq.safetensors "${RUN[@]}" --steps 4 \
+    --eval-every 4 --sequential --batch 1 >seq.out 2>&1 || fail "sequential: $(tail -n 1 seq.out)"
+[ "$(meta stride seq.safetensors)" = 16 ] && [ "$(meta seq_pos seq.safetensors)" = 64 ] \
+    && ok "--sequential stride = the file's block 16 (4 steps: position 64)" \
+    || fail "stride $(meta stride seq.safetensors), seq_pos $(meta seq_pos seq.safetensors)"
+"$STRIX" train --data b.txt --init-from a.safetensors --out pat.safetensors "${RUN[@]}" \
+    --steps 40 --eval-every 10 --lr 1 --warmup 0 --clip 0 --patience 1 >pat.out 2>&1 \
+    || fail "patience run: $(tail -n 1 pat.out)"
+[ "$(meta step pat.best.safetensors)" = 0 ] && grep -q "^step 10: val loss" pat.out \
+    && ! grep -q "^step 20: val loss" pat.out \
+    && ok "lr 1 only worsens: best = step 0, --patience 1 stops at step 10" \
+    || fail "best step $(meta step pat.best.safetensors): $(grep -E '^(step|stopped|done)' pat.out | tr '\n' '|')"
+cp a.safetensors self.safetensors
+expect_error "--out is the --init-from file" "is the --init-from file; a fine-tune writes its own" \
+    "$STRIX" train --data b.txt --init-from self.safetensors --out self.safetensors --force
+same_file "the --init-from file is untouched" a.safetensors self.safetensors
+"$STRIX" train --data b.txt --init-from a.safetensors --out hs.safetensors "${RUN[@]}" --steps 2 \
+    --head-sizes 16,16 >/dev/null 2>&1 && ok "--head-sizes 16,16 repeats --heads 2 of d_model 32" \
+    || fail "--head-sizes 16,16 refused"
+"$STRIX" train --data a.txt --out het.safetensors --d-model 32 --layers 1 --head-sizes 8,24 \
+    --block 16 --steps 2 --metrics none >/dev/null 2>&1 || fail "heterogeneous source"
+expect_error "--heads 2 on head sizes 8,24" "differs from the model of --init-from het.safetensors (head sizes 8,24)" \
+    "$STRIX" train --data a.txt --init-from het.safetensors --out h2.safetensors --heads 2
 finish

@@ -253,6 +253,11 @@ static volatile sig_atomic_t out_saving;
  * save ends the process as the signal's default action would (killed by SIGINT: status 130). */
 static void on_signal(int sig) {
     if (out_stop_signal && !out_saving) {
+        /* one line (write(2) is async-signal-safe), then the default action */
+        static const char msg[] = "\nstrix: stopped at once by a second signal; the last "
+                                  "checkpoint is kept as it was\n";
+        ssize_t unused = write(STDERR_FILENO, msg, sizeof msg - 1);
+        (void)unused;
         signal(sig, SIG_DFL);
         raise(sig); /* blocked in this handler; delivered, and fatal, when it returns */
         return;

@@ -124,7 +124,12 @@ static bool blank(const char *s) {
 static int read_log(const char *path, plot_series *train, plot_series *val) {
     FILE *f = fopen(path, "r");
     if (!f) {
-        fprintf(stderr, "strix plot: cannot open the log %s: %s\n", path, strerror(errno));
+        int err = errno;
+        size_t n = strlen(path), k = strlen(".best.metrics.jsonl");
+        bool best = n > k && strcmp(path + n - k, ".best.metrics.jsonl") == 0;
+        fprintf(stderr, "strix plot: cannot open the log %s: %s%s\n", path, strerror(err),
+                best ? " (a --keep-best file shares its run's log: give --model with the last "
+                       "checkpoint's name)" : "");
         return 1;
     }
     char *line = NULL;

@@ -140,7 +140,8 @@ int cmd_sample(int argc, char **argv) {
     }
     if (rc) return rc;
     if (!f.model) {
-        fprintf(stderr, "strix sample: --model CKPT is required (a checkpoint from strix train)\n");
+        fprintf(stderr, "strix sample: --model CKPT is required (a checkpoint from strix train or a "
+                        "weights-only file from strix export)\n");
         return 2;
     }
     if (strcmp(f.window, "slide") != 0 && strcmp(f.window, "reprime") != 0) {

@@ -132,9 +132,10 @@ static void train_specs(train_flags *f, arg_spec *s) {
              "a new run may replace an existing checkpoint --out, its log and best file; with "
              "--resume: another run's best file (default off)"),
         FLAG("keep-best", ARG_SWITCH, &f->keep_best, 0, 0, 0, NULL,
-             "also keep the lowest-val-loss checkpoint, <stem>.best.safetensors (default off)"),
+             "also keep the checkpoint of the scheduled evaluation with the lowest val loss, "
+             "<stem>.best.safetensors (default off)"),
         FLAG("patience", ARG_I64, &f->patience, 1, BIG, 0, "N",
-             "stop after N evaluations without a new best val loss; implies --keep-best "
+             "stop after N scheduled evaluations without a new best val loss; implies --keep-best "
              "(default: never)"),
         TESTING_FLAG("stop-after", ARG_I64, &f->stop_after, 1, BIG, 0, "N",
              "behave as if interrupted (Ctrl-C) right after step N: save and exit 0"),
@@ -239,7 +240,16 @@ static bool checkpoint_value(const strix_checkpoint_info *ck, const char *name, 
     else if (strcmp(name, "steps") == 0) snprintf(buf, cap, "%" PRId64, t->steps);
     else if (strcmp(name, "d-model") == 0) snprintf(buf, cap, "%d", m->d_model);
     else if (strcmp(name, "layers") == 0) snprintf(buf, cap, "%d", m->n_layer);
-    else if (strcmp(name, "heads") == 0) snprintf(buf, cap, "%d", m->n_head);
+    else if (strcmp(name, "heads") == 0) {
+        if (m->head_sizes[0] > 0) { /* heterogeneous heads: no --heads N repeats them */
+            size_t used = (size_t)snprintf(buf, cap, "head sizes ");
+            for (int h = 0; h < m->n_head && used < cap; h++)
+                used += (size_t)snprintf(buf + used, cap - used, h ? ",%d" : "%d",
+                                         m->head_sizes[h]);
+        } else {
+            snprintf(buf, cap, "%d", m->n_head);
+        }
+    }
     else if (strcmp(name, "d-ff") == 0) snprintf(buf, cap, "%d", m->d_ff);
     else if (strcmp(name, "block") == 0) snprintf(buf, cap, "%d", m->block_size);
     else if (strcmp(name, "batch") == 0) snprintf(buf, cap, "%d", t->batch);
@@ -267,8 +277,11 @@ static bool checkpoint_value(const strix_checkpoint_info *ck, const char *name, 
     else if (strcmp(name, "head-sizes") == 0) {
         size_t used = 0;
         buf[0] = '\0';
-        for (int h = 0; m->head_sizes[0] > 0 && h < m->n_head && used < cap; h++)
-            used += (size_t)snprintf(buf + used, cap - used, h ? ",%d" : "%d", m->head_sizes[h]);
+        /* a uniform model's heads listed as sizes, so --head-sizes 16,16 repeats --heads 2 */
+        for (int h = 0; h < m->n_head && used < cap; h++)
+            used += (size_t)snprintf(buf + used, cap - used, h ? ",%d" : "%d",
+                                     m->head_sizes[0] > 0 ? m->head_sizes[h]
+                                                          : m->d_model / m->n_head);
     } else
         return false;
     return true;
@@ -570,6 +583,16 @@ static int train_loop(run *r) {
         printf("step 0: val loss %.4f\n", val);
         fflush(stdout);
         metrics_eval(&r->metrics, 0, val, tool_now() - c.t0);
+        if (r->keep_best && isfinite(val)) { /* the weights it starts from are the first best */
+            out_save_guard guard;
+            out_save_begin(&guard);
+            s = strix_checkpoint_save(r->best_path, r->gpt, info);
+            out_save_end(&guard);
+            if (s != STRIX_OK) return tool_fail(s);
+            r->best_val = val;
+            r->best_step = 0;
+            r->evals_since_best = 0;
+        }
     }
     strix_train_hooks hooks = {.on_event = on_event, .user = &c, .stop = &out_stop_signal};
     strix_train_result res;
@@ -773,7 +796,8 @@ static int start_new_from(run *r, train_flags *f, arg_spec *specs, int n,
     }
     if (!init) m->vocab_size = 256; /* checked with a placeholder until the corpus is read */
     if (!(m->dropout < 1.0f)) {
-        fprintf(stderr, "strix train: --dropout must be < 1 (got %g): p = 1 drops everything\n",
+        fprintf(stderr, "strix train: --dropout must be in [0, 1) (got %g): p = 1 drops "
+                        "everything\n",
                 (double)m->dropout);
         return 2;
     }
@@ -812,7 +836,7 @@ static int start_new_from(run *r, train_flags *f, arg_spec *specs, int n,
                         "have no stride)\n");
         return 2;
     }
-    t->stride = stride_seen ? f->stride : f->block;
+    t->stride = stride_seen ? f->stride : m->block_size; /* --init-from: the file's block */
     const char *data = f->data ? f->data : DEFAULT_CORPUS;
     if (strlen(data) >= sizeof r->data_path) {
         fprintf(stderr, "strix train: --data path is too long\n");
@@ -821,6 +845,11 @@ static int start_new_from(run *r, train_flags *f, arg_spec *specs, int n,
     struct stat st;
     bool out_exists = stat(r->out, &st) == 0;
     /* every output is checked before anything is created (the log is opened in cmd_train) */
+    if (f->init_from && out_exists && out_same_file(r->out, f->init_from)) {
+        fprintf(stderr, "strix train: --out '%s' is the --init-from file; a fine-tune writes its "
+                        "own checkpoint (choose another --out)\n", r->out);
+        return 2;
+    }
     int rc = out_check(r->out, data, f->force);
     if (rc == 0) rc = check_outputs(r, f, data, -1);
     if (rc == 0) rc = out_lock_take(&r->lock, r->out);
