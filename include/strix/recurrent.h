@@ -1,0 +1,113 @@
+/*
+ * strix/recurrent.h - the recurrent modules of torch.nn: RNN (tanh), LSTM and GRU, with PyTorch's
+ * semantics, defaults and parameter names, so a state dict of torch.nn.LSTM/GRU/RNN loads
+ * unchanged (strix/state_dict.h) and gives PyTorch's outputs.
+ *
+ * One module type, strix_rnn, covers the three (torch's RNNBase); strix_rnn_config says which.
+ * Per layer l and direction (suffix "" forward, "_reverse" backward in time) it declares
+ *   <prefix>.weight_ih_l<l>[_reverse]  (G·H, I_l)   I_0 = input_size, I_l = dirs·H above
+ *   <prefix>.weight_hh_l<l>[_reverse]  (G·H, H)
+ *   <prefix>.bias_ih_l<l>[_reverse]    (G·H)        only with bias
+ *   <prefix>.bias_hh_l<l>[_reverse]    (G·H)
+ * in torch's order, G = 1 (RNN), 4 (LSTM, gate rows i,f,g,o), 3 (GRU, rows r,z,n); all drawn
+ * U(−1/sqrt(H), 1/sqrt(H)) by strix_params_init, torch's reset_parameters distribution (the
+ * values differ from torch's, the distribution is the same). Weights get weight decay, biases not.
+ *   RNN   h_t = tanh(x_t·W_ihᵀ + b_ih + h_{t−1}·W_hhᵀ + b_hh)
+ *   LSTM  i,f,o = σ(.), g = tanh(.) of x_t·W_ihᵀ + b_ih + h_{t−1}·W_hhᵀ + b_hh (per gate rows),
+ *         c_t = f·c_{t−1} + i·g, h_t = o·tanh(c_t)
+ *   GRU   r,z = σ(x_t·W_i{r,z}ᵀ + b_i{r,z} + h_{t−1}·W_h{r,z}ᵀ + b_h{r,z}),
+ *         n = tanh(x_t·W_inᵀ + b_in + r·(h_{t−1}·W_hnᵀ + b_hn)), h_t = (1 − z)·n + z·h_{t−1}
+ * (torch.nn.RNN/LSTM/GRU docs). Layer l > 0 reads the concatenated outputs of layer l − 1;
+ * the reverse direction runs t = T−1 .. 0 on the same input.
+ *
+ * Layout: with batch_first (strix_rnn_config_default sets it, the strix layout (B,T,·) used
+ * everywhere in the library) x is (B,T,I) and y is (B,T,dirs·H); without it (PyTorch's default,
+ * batch_first=False) x is (T,B,I) and y (T,B,dirs·H). h0/c0 and h_n/c_n are (L·dirs, B, H) in
+ * either layout, index l·dirs + d, as in torch. Computation runs time-major on backend
+ * primitives (GEMMs, strix_recurrent_cell of strix/ops/recurrent.h).
+ *
+ * Module contracts as strix/nn.h: forward keeps a pointer to x (leave it unchanged until
+ * backward) and returns buffers the module owns (valid until its next forward); backward adds
+ * parameter grads (`+=`, none for frozen parameters) and sets the input gradients (`=`).
+ * General form (strix_module_io): forward_ex takes in[0] = x and optionally in[1] = h0, in[2] =
+ * c0 (LSTM), or a state (strix_module_state_new: h, c start at zeros and carry h_n, c_n from
+ * one call to the next); it sets out[0] = y, out[1] = h_n, out[2] = c_n (LSTM). backward_ex
+ * takes in[0] = dy, in[1] = dh_n, in[2] = dc_n (NULL: zero) and sets out[0] = dx, and out[1] =
+ * dh0, out[2] = dc0 when the forward took h0/c0 as inputs. The one-tensor forward is
+ * forward_ex with x alone (zero initial state), y its output.
+ *
+ * Errors: constructors STRIX_ERR_ARG (sizes < 1, an unknown mode, dropout outside [0, 1)),
+ * STRIX_ERR_ALLOC; forward STRIX_ERR_SHAPE for an x that is not 3-D with last dim I or has
+ * B or T = 0, an h0/c0 that is not (L·dirs, B, H), STRIX_ERR_ARG for a c0 given to RNN/GRU;
+ * backward STRIX_ERR_SHAPE for a dy / dh_n / dc_n of another shape than the forward's outputs,
+ * STRIX_ERR_ARG before any forward.
+ *
+ * Not here: relevance (LRP), dropout between layers (dropout must be 0), nonlinearity='relu',
+ * proj_size.
+ */
+#ifndef STRIX_RECURRENT_H
+#define STRIX_RECURRENT_H
+
+#include "strix/nn.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Which recurrence (torch.nn.RNN with tanh, torch.nn.LSTM, torch.nn.GRU). Append-only. */
+typedef enum strix_rnn_mode { STRIX_RNN_TANH, STRIX_RNN_LSTM, STRIX_RNN_GRU } strix_rnn_mode;
+
+/* torch.nn.RNN/LSTM/GRU's constructor arguments. */
+typedef struct strix_rnn_config {
+    strix_rnn_mode mode;
+    int input_size, hidden_size;
+    int num_layers;     /* torch default 1 */
+    bool bias;          /* torch default true */
+    bool batch_first;   /* torch default false; strix_rnn_config_default sets true: (B,T,I) */
+    bool bidirectional; /* torch default false */
+    float dropout;      /* torch default 0; must be 0 here (not implemented) */
+} strix_rnn_config;
+
+/* A recurrent module (torch's RNNBase). Parameter handles in torch's order, indexed
+ * [l·dirs + d]; bias handles NULL without bias. */
+typedef struct strix_rnn {
+    strix_module base;
+    strix_rnn_config cfg;
+    int dirs;                          /* 2 if bidirectional, else 1 */
+    int gates;                         /* G: 1 RNN, 4 LSTM, 3 GRU */
+    strix_param **weight_ih, **weight_hh, **bias_ih, **bias_hh;
+    /* Opaque: the caches and scratch of the last calls (src/nn/recurrent_internal.h). */
+    struct strix_rnn_work *work;
+} strix_rnn;
+
+/* torch's defaults for mode with these sizes: num_layers 1, bias, unidirectional, dropout 0,
+ * and batch_first = true (strix's (B,T,I); torch's default is false). */
+STRIX_API strix_rnn_config strix_rnn_config_default(strix_rnn_mode mode, int input_size,
+                                                    int hidden_size);
+
+/* Declares the parameters under <prefix> (names above) and builds the module. STRIX_ERR_ARG for
+ * sizes or num_layers < 1, an unknown mode or dropout != 0, STRIX_ERR_ALLOC. */
+STRIX_API strix_status strix_rnn_new(strix_params *ps, const char *prefix,
+                                     const strix_rnn_config *cfg, strix_rnn **out);
+
+/* y, h_n, c_n = module(x, h0, c0) (torch's output, (h_n, c_n) for LSTM; output, h_n for RNN and
+ * GRU). x (B,T,I) with batch_first, else (T,B,I); h0, c0 (L·dirs, B, H) or NULL (zeros); c0 only
+ * for LSTM. *y (B,T,dirs·H) or (T,B,dirs·H), *h_n, *c_n (L·dirs, B, H; *c_n NULL unless LSTM)
+ * are the module's buffers; any out pointer may be NULL. Errors as the header says. */
+STRIX_API strix_status strix_rnn_forward(strix_rnn *m, const strix_tensor *x,
+                                         const strix_tensor *h0, const strix_tensor *c0,
+                                         const strix_tensor **y, const strix_tensor **h_n,
+                                         const strix_tensor **c_n);
+
+/* Backward of the last forward: dy (y's shape), dh_n, dc_n (L·dirs, B, H) or NULL (zero).
+ * Parameter grads `+=`; *dx (x's shape), *dh0, *dc0 (L·dirs, B, H; *dc0 NULL unless LSTM) `=`,
+ * module buffers; any out pointer may be NULL. STRIX_ERR_SHAPE / STRIX_ERR_ARG as the header. */
+STRIX_API strix_status strix_rnn_backward(strix_rnn *m, const strix_tensor *dy,
+                                          const strix_tensor *dh_n, const strix_tensor *dc_n,
+                                          const strix_tensor **dx, const strix_tensor **dh0,
+                                          const strix_tensor **dc0);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

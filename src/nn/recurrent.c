@@ -1,0 +1,592 @@
+/*
+ * recurrent.c - torch.nn.RNN (tanh), LSTM and GRU as one module type (strix/recurrent.h).
+ *
+ * Per layer and direction: one batched GEMM for the input part of every gate over all T steps
+ * (x·W_ihᵀ + b_ih, with b_hh folded in except GRU's b_hn), then per step one GEMM per gate for
+ * h_prev·W_hhᵀ, the gate activations and a fused cell pass (strix_recurrent_cell). Backward runs
+ * the cells' backward passes in reverse step order, then forms the weight gradients as one GEMM
+ * per gate over all steps and the input gradient as one GEMM per gate. Layouts: the comment of
+ * src/nn/recurrent_internal.h. Does not do relevance, dropout or initialisation (the parameter
+ * block draws values).
+ */
+#include <math.h>
+#include <stdlib.h>
+
+#include "layers_internal.h"
+#include "nn/recurrent_internal.h"
+
+static const char *mode_name(strix_rnn_mode mode) {
+    return mode == STRIX_RNN_LSTM ? "LSTM" : mode == STRIX_RNN_GRU ? "GRU" : "RNN";
+}
+
+// ---- vtable ------------------------------------------------------------------------------------
+
+typedef struct rnn_state {
+    strix_module_state base;
+    strix_tensor h, c; /* (L·dirs, B, H); empty: zeros */
+} rnn_state;
+
+static void work_free(strix_rnn *m) {
+    struct strix_rnn_work *w = m->work;
+    int nd = m->cfg.num_layers * m->dirs;
+    if (w->dir)
+        for (int i = 0; i < nd; i++) {
+            strix_rnn_dir_work *d = &w->dir[i];
+            strix_tensor *ts[] = {&d->p,  &d->hs, &d->cs, &d->tc, &d->hn,
+                                  &d->npre, &d->dp, &d->dhn, &d->gh};
+            for (size_t k = 0; k < sizeof ts / sizeof ts[0]; k++) strix_tensor_free(ts[k]);
+        }
+    if (w->layer)
+        for (int l = 0; l < m->cfg.num_layers; l++) {
+            strix_tensor_free(&w->layer[l].y);
+            strix_tensor_free(&w->layer[l].dx);
+        }
+    strix_tensor *ts[] = {&w->xtm, &w->out, &w->h_n, &w->c_n, &w->dytm,
+                          &w->dx,  &w->dh0, &w->dc0, &w->dh,  &w->dc};
+    for (size_t k = 0; k < sizeof ts / sizeof ts[0]; k++) strix_tensor_free(ts[k]);
+    free(w->dir);
+    free(w->layer);
+    free(m->weight_ih);
+    free(m->weight_hh);
+    free(m->bias_ih);
+    free(m->bias_hh);
+}
+
+static void vt_destroy(strix_module *mod) {
+    strix_rnn *m = (strix_rnn *)mod;
+    work_free(m);
+    free(m);
+}
+
+static strix_status vt_forward(strix_module *mod, const strix_tensor *x, const strix_tensor **y) {
+    ((strix_rnn *)mod)->work->io_inputs = 1;
+    return strix_rnn_forward((strix_rnn *)mod, x, NULL, NULL, y, NULL, NULL);
+}
+
+static strix_status vt_backward(strix_module *mod, const strix_tensor *dy,
+                                const strix_tensor **dx) {
+    return strix_rnn_backward((strix_rnn *)mod, dy, NULL, NULL, dx, NULL, NULL);
+}
+
+static strix_status vt_state_new(strix_module *mod, strix_module_state **out) {
+    rnn_state *st = calloc(1, sizeof *st);
+    if (!st) return NN_ALLOC_FAIL(mode_name(((strix_rnn *)mod)->cfg.mode));
+    st->base.owner = mod;
+    *out = &st->base;
+    return STRIX_OK;
+}
+
+static void vt_state_free(strix_module *mod, strix_module_state *s) {
+    (void)mod;
+    rnn_state *st = (rnn_state *)s;
+    strix_tensor_free(&st->h);
+    strix_tensor_free(&st->c);
+    free(st);
+}
+
+/* Copies src into the state tensor dst (same shape). */
+static strix_status state_store(strix_backend *be, strix_tensor *dst, const strix_tensor *src) {
+    STRIX_TRY(strix_tensor_ensure(be, dst, src->ndim, src->shape));
+    return strix_copy(be, dst->data, src->data,
+                      (size_t)strix_tensor_numel(src) * sizeof(float), STRIX_COPY_D2D);
+}
+
+static strix_status vt_forward_ex(strix_module *mod, strix_module_io *io) {
+    strix_rnn *m = (strix_rnn *)mod;
+    const char *who = mode_name(m->cfg.mode);
+    bool lstm = m->cfg.mode == STRIX_RNN_LSTM;
+    if (io->n_in < 1 || io->n_in > (lstm ? 3 : 2) || !io->in[0] || io->ids || io->mask)
+        return strix_error(STRIX_ERR_UNSUPPORTED, "%s takes x and optionally h0%s (float tensors)",
+                           who, lstm ? ", c0" : "");
+    const strix_tensor *h0 = io->n_in > 1 ? io->in[1] : NULL;
+    const strix_tensor *c0 = io->n_in > 2 ? io->in[2] : NULL;
+    rnn_state *st = NULL;
+    if (io->state) {
+        if (io->state->owner != mod)
+            return strix_error(STRIX_ERR_ARG, "%s: the state belongs to another module", who);
+        if (h0 || c0)
+            return strix_error(STRIX_ERR_ARG, "%s: give h0/c0 either as inputs or as a state",
+                               who);
+        st = (rnn_state *)io->state;
+        if (st->h.data) h0 = &st->h;
+        if (st->c.data) c0 = &st->c;
+    }
+    const strix_tensor *y, *hn, *cn;
+    STRIX_TRY(strix_rnn_forward(m, io->in[0], h0, c0, &y, &hn, &cn));
+    m->work->io_inputs = st ? 1 : io->n_in;
+    if (st) {
+        STRIX_TRY(state_store(mod->be, &st->h, hn));
+        if (cn) STRIX_TRY(state_store(mod->be, &st->c, cn));
+    }
+    io->n_out = lstm ? 3 : 2;
+    io->out[0] = y;
+    io->out[1] = hn;
+    io->out[2] = cn;
+    return STRIX_OK;
+}
+
+static strix_status vt_backward_ex(strix_module *mod, strix_module_io *io) {
+    strix_rnn *m = (strix_rnn *)mod;
+    bool lstm = m->cfg.mode == STRIX_RNN_LSTM;
+    if (io->n_in < 1 || io->n_in > (lstm ? 3 : 2) || !io->in[0])
+        return strix_error(STRIX_ERR_UNSUPPORTED, "%s backward takes dy and optionally dh_n%s",
+                           mode_name(m->cfg.mode), lstm ? ", dc_n" : "");
+    const strix_tensor *dx, *dh0, *dc0;
+    STRIX_TRY(strix_rnn_backward(m, io->in[0], io->n_in > 1 ? io->in[1] : NULL,
+                                 io->n_in > 2 ? io->in[2] : NULL, &dx, &dh0, &dc0));
+    io->n_out = m->work->io_inputs; // gradients of the float inputs the forward took
+    io->out[0] = dx;
+    io->out[1] = io->n_out > 1 ? dh0 : NULL;
+    io->out[2] = io->n_out > 2 ? dc0 : NULL;
+    return STRIX_OK;
+}
+
+static const strix_module_i rnn_vt[3] = {
+    [STRIX_RNN_TANH] = {.type = "RNN", .forward = vt_forward, .backward = vt_backward,
+                        .destroy = vt_destroy, .forward_ex = vt_forward_ex,
+                        .backward_ex = vt_backward_ex, .state_new = vt_state_new,
+                        .state_free = vt_state_free},
+    [STRIX_RNN_LSTM] = {.type = "LSTM", .forward = vt_forward, .backward = vt_backward,
+                        .destroy = vt_destroy, .forward_ex = vt_forward_ex,
+                        .backward_ex = vt_backward_ex, .state_new = vt_state_new,
+                        .state_free = vt_state_free},
+    [STRIX_RNN_GRU] = {.type = "GRU", .forward = vt_forward, .backward = vt_backward,
+                       .destroy = vt_destroy, .forward_ex = vt_forward_ex,
+                       .backward_ex = vt_backward_ex, .state_new = vt_state_new,
+                       .state_free = vt_state_free},
+};
+
+// ---- construction ------------------------------------------------------------------------------
+
+strix_rnn_config strix_rnn_config_default(strix_rnn_mode mode, int input_size, int hidden_size) {
+    strix_rnn_config c = {.mode = mode, .input_size = input_size, .hidden_size = hidden_size,
+                          .num_layers = 1, .bias = true, .batch_first = true};
+    return c;
+}
+
+/* Declares <prefix>.<base>_l<l><suffix> with the given shape, U(-bound, bound). */
+static strix_param *add_param(strix_params *ps, const char *prefix, const char *base, int l,
+                              const char *suffix, int ndim, const int64_t *shape, float bound,
+                              bool decay, strix_status *s) {
+    char leaf[64], name[STRIX_PARAM_NAME_MAX];
+    snprintf(leaf, sizeof leaf, "%s_l%d%s", base, l, suffix);
+    *s = nn_name(name, prefix, leaf);
+    if (*s != STRIX_OK) return NULL;
+    strix_param *p = strix_params_add(ps, name, ndim, shape, STRIX_INIT_UNIFORM, bound, decay);
+    if (!p) *s = NN_ALLOC_FAIL("recurrent module");
+    return p;
+}
+
+strix_status strix_rnn_new(strix_params *ps, const char *prefix, const strix_rnn_config *cfg,
+                           strix_rnn **out) {
+    *out = NULL;
+    if (cfg->mode != STRIX_RNN_TANH && cfg->mode != STRIX_RNN_LSTM && cfg->mode != STRIX_RNN_GRU)
+        return strix_error(STRIX_ERR_ARG, "recurrent module %s: unknown mode %d", prefix,
+                           (int)cfg->mode);
+    const char *who = mode_name(cfg->mode);
+    if (cfg->input_size < 1 || cfg->hidden_size < 1 || cfg->num_layers < 1)
+        return strix_error(STRIX_ERR_ARG,
+                           "%s %s: input_size %d, hidden_size %d, num_layers %d must be positive",
+                           who, prefix, cfg->input_size, cfg->hidden_size, cfg->num_layers);
+    if (!(cfg->dropout == 0.0f))
+        return strix_error(STRIX_ERR_ARG, "%s %s: dropout %g between layers is not implemented "
+                           "(use 0)", who, prefix, (double)cfg->dropout);
+    strix_rnn *m = NULL;
+    NN_CALLOC_WITH_WORK(m);
+    if (!m) return NN_ALLOC_FAIL(who);
+    m->base.vt = &rnn_vt[cfg->mode];
+    m->base.be = ps->be;
+    m->cfg = *cfg;
+    m->dirs = cfg->bidirectional ? 2 : 1;
+    m->gates = cfg->mode == STRIX_RNN_LSTM ? 4 : cfg->mode == STRIX_RNN_GRU ? 3 : 1;
+    int nd = cfg->num_layers * m->dirs;
+    m->weight_ih = calloc((size_t)nd, sizeof *m->weight_ih);
+    m->weight_hh = calloc((size_t)nd, sizeof *m->weight_hh);
+    m->bias_ih = calloc((size_t)nd, sizeof *m->bias_ih);
+    m->bias_hh = calloc((size_t)nd, sizeof *m->bias_hh);
+    m->work->dir = calloc((size_t)nd, sizeof *m->work->dir);
+    m->work->layer = calloc((size_t)cfg->num_layers, sizeof *m->work->layer);
+    strix_status s = STRIX_OK;
+    if (!m->weight_ih || !m->weight_hh || !m->bias_ih || !m->bias_hh || !m->work->dir ||
+        !m->work->layer)
+        s = NN_ALLOC_FAIL(who);
+    int64_t gh = (int64_t)m->gates * cfg->hidden_size, h = cfg->hidden_size;
+    float bound = (float)(1.0 / sqrt((double)cfg->hidden_size));
+    for (int l = 0; l < cfg->num_layers && s == STRIX_OK; l++) {
+        int64_t in = l == 0 ? cfg->input_size : (int64_t)m->dirs * h;
+        for (int d = 0; d < m->dirs && s == STRIX_OK; d++) {
+            const char *suf = d ? "_reverse" : "";
+            int i = l * m->dirs + d;
+            int64_t wih[2] = {gh, in}, whh[2] = {gh, h}, b[1] = {gh};
+            m->weight_ih[i] = add_param(ps, prefix, "weight_ih", l, suf, 2, wih, bound, true, &s);
+            if (s == STRIX_OK)
+                m->weight_hh[i] = add_param(ps, prefix, "weight_hh", l, suf, 2, whh, bound, true,
+                                            &s);
+            if (s == STRIX_OK && cfg->bias)
+                m->bias_ih[i] = add_param(ps, prefix, "bias_ih", l, suf, 1, b, bound, false, &s);
+            if (s == STRIX_OK && cfg->bias)
+                m->bias_hh[i] = add_param(ps, prefix, "bias_hh", l, suf, 1, b, bound, false, &s);
+        }
+    }
+    if (s != STRIX_OK) {
+        work_free(m);
+        free(m);
+        return s;
+    }
+    *out = m;
+    return STRIX_OK;
+}
+
+// ---- forward -----------------------------------------------------------------------------------
+
+/* STRIX_ERR_SHAPE unless t is (L·dirs, B, H). */
+static strix_status check_state(const strix_rnn *m, const char *what, const strix_tensor *t,
+                                int64_t B) {
+    int64_t want[3] = {(int64_t)m->cfg.num_layers * m->dirs, B, m->cfg.hidden_size};
+    if (t->ndim == 3 && t->shape[0] == want[0] && t->shape[1] == want[1] && t->shape[2] == want[2])
+        return STRIX_OK;
+    return strix_error(STRIX_ERR_SHAPE, "%s: %s must be (%lld, %lld, %lld)",
+                       mode_name(m->cfg.mode), what, (long long)want[0], (long long)want[1],
+                       (long long)want[2]);
+}
+
+/* Copies one direction's (B, H) slice `idx` of a (L·dirs, B, H) state into dst, or zeros. */
+static strix_status load_slice(strix_backend *be, float *dst, const strix_tensor *src, int idx,
+                               size_t bh) {
+    if (!src) return strix_fill(be, dst, 0.0f, bh);
+    return strix_copy(be, dst, src->data + (size_t)idx * bh, bh * sizeof(float), STRIX_COPY_D2D);
+}
+
+/* (B, T, n) <-> (T, B, n): `to_tm` copies batch-major src into time-major dst, else back. */
+static strix_status transpose_bt(strix_backend *be, float *dst, const float *src, size_t B,
+                                 size_t T, size_t n, bool to_tm) {
+    for (size_t t = 0; t < T; t++) {
+        if (to_tm) STRIX_TRY(strix_copy_2d(be, dst + t * B * n, n, src + t * n, T * n, B, n));
+        else STRIX_TRY(strix_copy_2d(be, dst + t * n, T * n, src + t * B * n, n, B, n));
+    }
+    return STRIX_OK;
+}
+
+/* One direction of one layer over all steps: input `in` (T, B, I_l) time-major. */
+static strix_status dir_forward(strix_rnn *m, int l, int d, const float *in, size_t I_l,
+                                const strix_tensor *h0, const strix_tensor *c0) {
+    strix_backend *be = m->base.be;
+    struct strix_rnn_work *w = m->work;
+    strix_rnn_dir_work *rd = &w->dir[l * m->dirs + d];
+    int idx = l * m->dirs + d;
+    strix_rnn_mode mode = m->cfg.mode;
+    size_t B = (size_t)w->B, T = (size_t)w->T, H = (size_t)m->cfg.hidden_size;
+    size_t G = (size_t)m->gates, BH = B * H, TBH = T * BH;
+    int64_t sp[4] = {(int64_t)G, (int64_t)T, (int64_t)B, (int64_t)H};
+    int64_t ss[3] = {(int64_t)T + 1, (int64_t)B, (int64_t)H};
+    STRIX_TRY(strix_tensor_ensure(be, &rd->p, 4, sp));
+    STRIX_TRY(strix_tensor_ensure(be, &rd->hs, 3, ss));
+    if (mode == STRIX_RNN_LSTM) {
+        STRIX_TRY(strix_tensor_ensure(be, &rd->cs, 3, ss));
+        STRIX_TRY(strix_tensor_ensure(be, &rd->tc, 3, sp + 1));
+    }
+    if (mode == STRIX_RNN_GRU) {
+        STRIX_TRY(strix_tensor_ensure(be, &rd->hn, 3, sp + 1));
+        STRIX_TRY(strix_tensor_ensure(be, &rd->npre, 3, sp + 1));
+    }
+    const float *wih = m->weight_ih[idx]->data, *whh = m->weight_hh[idx]->data;
+    float *P = rd->p.data;
+    // input part of every gate over all steps: P[g] (TB, H) = in (TB, I_l) · W_ih[g]ᵀ
+    strix_gemm_batch gb = {.a = in, .lda = I_l, .stride_a = 0, .ta = false,
+                           .b = wih, .ldb = I_l, .stride_b = H * I_l, .tb = true,
+                           .c = P, .ldc = H, .stride_c = TBH,
+                           .m = T * B, .k = I_l, .n = H, .batch = G, .alpha = 1.0f,
+                           .beta = 0.0f};
+    STRIX_TRY(strix_gemm_batched(be, &gb));
+    bool gru = mode == STRIX_RNN_GRU;
+    if (m->bias_ih[idx]) {
+        const float *bih = m->bias_ih[idx]->data, *bhh = m->bias_hh[idx]->data;
+        for (size_t g = 0; g < G; g++) {
+            STRIX_TRY(strix_add_row_vector(be, P + g * TBH, bih + g * H, P + g * TBH, T * B, H));
+            if (!(gru && g == 2))
+                STRIX_TRY(strix_add_row_vector(be, P + g * TBH, bhh + g * H, P + g * TBH, T * B,
+                                               H));
+        }
+    }
+    if (gru) { // hn starts as b_hn; each step adds h_prev·W_hnᵀ
+        STRIX_TRY(strix_fill(be, rd->hn.data, 0.0f, TBH));
+        if (m->bias_hh[idx])
+            STRIX_TRY(strix_add_row_vector(be, rd->hn.data, m->bias_hh[idx]->data + 2 * H,
+                                           rd->hn.data, T * B, H));
+    }
+    size_t s0 = d == 0 ? 0 : T; // slot of h0
+    STRIX_TRY(load_slice(be, rd->hs.data + s0 * BH, h0, idx, BH));
+    if (mode == STRIX_RNN_LSTM) STRIX_TRY(load_slice(be, rd->cs.data + s0 * BH, c0, idx, BH));
+    for (size_t k = 0; k < T; k++) {
+        size_t t = d == 0 ? k : T - 1 - k;
+        size_t sprev = d == 0 ? t : t + 1, sout = d == 0 ? t + 1 : t;
+        const float *hprev = rd->hs.data + sprev * BH;
+        float *hout = rd->hs.data + sout * BH;
+        for (size_t g = 0; g < G; g++) {
+            float *tgt = (gru && g == 2) ? rd->hn.data + t * BH : P + g * TBH + t * BH;
+            STRIX_TRY(strix_gemm_ex(be, hprev, false, whh + g * H * H, true, tgt, B, H, H, 1.0f));
+        }
+        float *p0 = P + t * BH, *p1 = p0 + TBH, *p2 = p1 + TBH, *p3 = p2 + TBH;
+        strix_cell_args a = {{0}, {0}, 0.0f};
+        if (mode == STRIX_RNN_TANH) {
+            STRIX_TRY(strix_elementwise(be, STRIX_ACT_TANH, p0, hout, BH));
+        } else if (mode == STRIX_RNN_LSTM) {
+            STRIX_TRY(strix_elementwise(be, STRIX_ACT_SIGMOID, p0, p0, BH));
+            STRIX_TRY(strix_elementwise(be, STRIX_ACT_SIGMOID, p1, p1, BH));
+            STRIX_TRY(strix_elementwise(be, STRIX_ACT_TANH, p2, p2, BH));
+            STRIX_TRY(strix_elementwise(be, STRIX_ACT_SIGMOID, p3, p3, BH));
+            a.in[0] = p0;
+            a.in[1] = p1;
+            a.in[2] = p2;
+            a.in[3] = p3;
+            a.in[4] = rd->cs.data + sprev * BH;
+            a.out[0] = rd->cs.data + sout * BH;
+            a.out[1] = rd->tc.data + t * BH;
+            a.out[2] = hout;
+            STRIX_TRY(strix_recurrent_cell(be, STRIX_CELL_LSTM_FORWARD, &a, BH));
+        } else {
+            STRIX_TRY(strix_elementwise(be, STRIX_ACT_SIGMOID, p0, p0, BH)); // r
+            STRIX_TRY(strix_elementwise(be, STRIX_ACT_SIGMOID, p1, p1, BH)); // z
+            a.in[0] = p1;
+            a.in[1] = p0;
+            a.in[2] = p2;
+            a.in[3] = rd->hn.data + t * BH;
+            a.in[4] = hprev;
+            a.out[0] = rd->npre.data + t * BH;
+            a.out[1] = p2; // n replaces n_x (the cell reads its inputs before it writes)
+            a.out[2] = hout;
+            STRIX_TRY(strix_recurrent_cell(be, STRIX_CELL_GRU_FORWARD, &a, BH));
+        }
+    }
+    // the layer output's column block of this direction, and the final states
+    size_t DH = (size_t)m->dirs * H;
+    STRIX_TRY(strix_copy_2d(be, w->layer[l].y.data + (size_t)d * H, DH,
+                            rd->hs.data + (d == 0 ? BH : 0), H, T * B, H));
+    size_t slast = d == 0 ? T : 0;
+    STRIX_TRY(strix_copy(be, w->h_n.data + (size_t)idx * BH, rd->hs.data + slast * BH,
+                         BH * sizeof(float), STRIX_COPY_D2D));
+    if (mode == STRIX_RNN_LSTM)
+        STRIX_TRY(strix_copy(be, w->c_n.data + (size_t)idx * BH, rd->cs.data + slast * BH,
+                             BH * sizeof(float), STRIX_COPY_D2D));
+    return STRIX_OK;
+}
+
+strix_status strix_rnn_forward(strix_rnn *m, const strix_tensor *x, const strix_tensor *h0,
+                               const strix_tensor *c0, const strix_tensor **y,
+                               const strix_tensor **h_n, const strix_tensor **c_n) {
+    STRIX_ASSERT(m->weight_ih[0]->data != NULL, "recurrent module: parameters not allocated");
+    const char *who = mode_name(m->cfg.mode);
+    strix_backend *be = m->base.be;
+    struct strix_rnn_work *w = m->work;
+    bool lstm = m->cfg.mode == STRIX_RNN_LSTM;
+    if (x->ndim != 3 || x->shape[2] != m->cfg.input_size || x->shape[0] < 1 || x->shape[1] < 1)
+        return strix_error(STRIX_ERR_SHAPE, "%s: input must be %s with I = %d and B, T >= 1 "
+                           "(got %d dims, last %lld)", who,
+                           m->cfg.batch_first ? "(B,T,I)" : "(T,B,I)", m->cfg.input_size,
+                           x->ndim, x->ndim >= 1 ? (long long)x->shape[x->ndim - 1] : -1LL);
+    int64_t B = m->cfg.batch_first ? x->shape[0] : x->shape[1];
+    int64_t T = m->cfg.batch_first ? x->shape[1] : x->shape[0];
+    if (c0 && !lstm) return strix_error(STRIX_ERR_ARG, "%s takes no c0 (LSTM only)", who);
+    if (h0) STRIX_TRY(check_state(m, "h0", h0, B));
+    if (c0) STRIX_TRY(check_state(m, "c0", c0, B));
+    w->T = 0; // no valid forward until this one completes
+    w->B = B;
+    size_t I = (size_t)m->cfg.input_size, H = (size_t)m->cfg.hidden_size;
+    size_t DH = (size_t)m->dirs * H, L = (size_t)m->cfg.num_layers;
+    int64_t sst[3] = {(int64_t)(L * (size_t)m->dirs), B, (int64_t)H};
+    STRIX_TRY(strix_tensor_ensure(be, &w->h_n, 3, sst));
+    if (lstm) STRIX_TRY(strix_tensor_ensure(be, &w->c_n, 3, sst));
+    w->x = nn_view_of(x);
+    const float *in = x->data;
+    if (m->cfg.batch_first) {
+        int64_t st[3] = {T, B, (int64_t)I};
+        STRIX_TRY(strix_tensor_ensure(be, &w->xtm, 3, st));
+        STRIX_TRY(transpose_bt(be, w->xtm.data, x->data, (size_t)B, (size_t)T, I, true));
+        in = w->xtm.data;
+    }
+    w->T = T;
+    for (size_t l = 0; l < L; l++) {
+        int64_t sy[3] = {T, B, (int64_t)DH};
+        strix_status s = strix_tensor_ensure(be, &w->layer[l].y, 3, sy);
+        for (int d = 0; d < m->dirs && s == STRIX_OK; d++)
+            s = dir_forward(m, (int)l, d, in, l == 0 ? I : DH, h0, c0);
+        if (s != STRIX_OK) {
+            w->T = 0;
+            return s;
+        }
+        in = w->layer[l].y.data;
+    }
+    const strix_tensor *out = &w->layer[L - 1].y;
+    if (m->cfg.batch_first) {
+        int64_t so[3] = {B, T, (int64_t)DH};
+        strix_status s = strix_tensor_ensure(be, &w->out, 3, so);
+        if (s == STRIX_OK)
+            s = transpose_bt(be, w->out.data, out->data, (size_t)B, (size_t)T, DH, false);
+        if (s != STRIX_OK) {
+            w->T = 0;
+            return s;
+        }
+        out = &w->out;
+    }
+    if (y) *y = out;
+    if (h_n) *h_n = &w->h_n;
+    if (c_n) *c_n = lstm ? &w->c_n : NULL;
+    return STRIX_OK;
+}
+
+// ---- backward ----------------------------------------------------------------------------------
+
+/* Backward of one direction of layer l: g (T, B, dirs·H) the gradient of the layer output,
+ * in (T, B, I_l) its input; dX (T, B, I_l) gets `=` (d == 0) or `+=` (d == 1). */
+static strix_status dir_backward(strix_rnn *m, int l, int d, const float *g, const float *in,
+                                 size_t I_l, float *dX, const strix_tensor *dh_n,
+                                 const strix_tensor *dc_n) {
+    strix_backend *be = m->base.be;
+    struct strix_rnn_work *w = m->work;
+    int idx = l * m->dirs + d;
+    strix_rnn_dir_work *rd = &w->dir[idx];
+    strix_rnn_mode mode = m->cfg.mode;
+    bool gru = mode == STRIX_RNN_GRU, lstm = mode == STRIX_RNN_LSTM;
+    size_t B = (size_t)w->B, T = (size_t)w->T, H = (size_t)m->cfg.hidden_size;
+    size_t G = (size_t)m->gates, BH = B * H, TBH = T * BH, DH = (size_t)m->dirs * H;
+    int64_t sp[4] = {(int64_t)G, (int64_t)T, (int64_t)B, (int64_t)H};
+    STRIX_TRY(strix_tensor_ensure(be, &rd->dp, 4, sp));
+    if (gru) STRIX_TRY(strix_tensor_ensure(be, &rd->dhn, 3, sp + 1));
+    const float *gh = g;
+    if (m->dirs > 1) {
+        STRIX_TRY(strix_tensor_ensure(be, &rd->gh, 3, sp + 1));
+        STRIX_TRY(strix_copy_2d(be, rd->gh.data, H, g + (size_t)d * H, DH, T * B, H));
+        gh = rd->gh.data;
+    }
+    float *dh = w->dh.data, *dc = w->dc.data, *dP = rd->dp.data;
+    const float *P = rd->p.data, *whh = m->weight_hh[idx]->data;
+    STRIX_TRY(load_slice(be, dh, dh_n, idx, BH));
+    if (lstm) STRIX_TRY(load_slice(be, dc, dc_n, idx, BH));
+    for (size_t k = 0; k < T; k++) {
+        size_t t = d == 0 ? T - 1 - k : k;
+        size_t sprev = d == 0 ? t : t + 1, sout = d == 0 ? t + 1 : t;
+        const float *p0 = P + t * BH, *p1 = p0 + TBH, *p2 = p1 + TBH, *p3 = p2 + TBH;
+        float *d0 = dP + t * BH, *d1 = d0 + TBH, *d2 = d1 + TBH, *d3 = d2 + TBH;
+        strix_cell_args a = {{0}, {0}, 0.0f};
+        a.in[0] = gh + t * BH;
+        a.in[1] = dh;
+        if (mode == STRIX_RNN_TANH) {
+            a.in[2] = rd->hs.data + sout * BH;
+            a.out[0] = d0;
+            STRIX_TRY(strix_recurrent_cell(be, STRIX_CELL_RNN_BACKWARD, &a, BH));
+            STRIX_TRY(strix_gemm_ex(be, d0, false, whh, false, dh, B, H, H, 0.0f));
+        } else if (lstm) {
+            a.in[2] = dc;
+            a.in[3] = p0;
+            a.in[4] = p1;
+            a.in[5] = p2;
+            a.in[6] = p3;
+            a.in[7] = rd->tc.data + t * BH;
+            a.in[8] = rd->cs.data + sprev * BH;
+            a.out[0] = d0;
+            a.out[1] = d1;
+            a.out[2] = d2;
+            a.out[3] = d3;
+            a.out[4] = dc;
+            STRIX_TRY(strix_recurrent_cell(be, STRIX_CELL_LSTM_BACKWARD, &a, BH));
+            for (size_t q = 0; q < G; q++)
+                STRIX_TRY(strix_gemm_ex(be, d0 + q * TBH, false, whh + q * H * H, false, dh, B, H,
+                                        H, q == 0 ? 0.0f : 1.0f));
+        } else {
+            float *dhn_t = rd->dhn.data + t * BH;
+            a.in[2] = p1;
+            a.in[3] = p0;
+            a.in[4] = p2;
+            a.in[5] = rd->hn.data + t * BH;
+            a.in[6] = rd->hs.data + sprev * BH;
+            a.out[0] = dh; // the direct z·h_prev path; the GEMMs below add the rest
+            a.out[1] = d1;
+            a.out[2] = d2;
+            a.out[3] = d0;
+            a.out[4] = dhn_t;
+            STRIX_TRY(strix_recurrent_cell(be, STRIX_CELL_GRU_BACKWARD, &a, BH));
+            const float *src[3] = {d0, d1, dhn_t};
+            for (size_t q = 0; q < G; q++)
+                STRIX_TRY(strix_gemm_ex(be, src[q], false, whh + q * H * H, false, dh, B, H, H,
+                                        1.0f));
+        }
+    }
+    STRIX_TRY(strix_copy(be, w->dh0.data + (size_t)idx * BH, dh, BH * sizeof(float),
+                         STRIX_COPY_D2D));
+    if (lstm)
+        STRIX_TRY(strix_copy(be, w->dc0.data + (size_t)idx * BH, dc, BH * sizeof(float),
+                             STRIX_COPY_D2D));
+    // parameter gradients over all steps; h_prev of t = 0 .. T-1 are TB contiguous rows
+    const float *hprev = rd->hs.data + (d == 0 ? 0 : BH);
+    strix_param *wih = m->weight_ih[idx], *wh = m->weight_hh[idx];
+    strix_param *bih = m->bias_ih[idx], *bhh = m->bias_hh[idx];
+    for (size_t q = 0; q < G; q++) {
+        const float *dq = dP + q * TBH;                                // input-side gate grad
+        const float *hq = (gru && q == 2) ? rd->dhn.data : dq;        // hidden-side
+        if (nn_wants_grad(wh))
+            STRIX_TRY(strix_gemm_ex(be, hq, true, hprev, false, wh->grad + q * H * H, H, T * B, H,
+                                    1.0f));
+        if (nn_wants_grad(wih))
+            STRIX_TRY(strix_gemm_ex(be, dq, true, in, false, wih->grad + q * H * I_l, H, T * B,
+                                    I_l, 1.0f));
+        if (bih && nn_wants_grad(bih))
+            STRIX_TRY(strix_column_sums(be, dq, bih->grad + q * H, T * B, H, 1.0f));
+        if (bhh && nn_wants_grad(bhh))
+            STRIX_TRY(strix_column_sums(be, hq, bhh->grad + q * H, T * B, H, 1.0f));
+    }
+    // gradient of the layer input: dX (TB, I_l) (+)= Σ_q dP[q] (TB, H) · W_ih[q] (H, I_l)
+    for (size_t q = 0; q < G; q++)
+        STRIX_TRY(strix_gemm_ex(be, dP + q * TBH, false, wih->data + q * H * I_l, false, dX,
+                                T * B, H, I_l, (d == 0 && q == 0) ? 0.0f : 1.0f));
+    return STRIX_OK;
+}
+
+strix_status strix_rnn_backward(strix_rnn *m, const strix_tensor *dy, const strix_tensor *dh_n,
+                                const strix_tensor *dc_n, const strix_tensor **dx,
+                                const strix_tensor **dh0, const strix_tensor **dc0) {
+    const char *who = mode_name(m->cfg.mode);
+    struct strix_rnn_work *w = m->work;
+    if (w->T == 0) return strix_error(STRIX_ERR_ARG, "%s: backward before a forward", who);
+    strix_backend *be = m->base.be;
+    bool lstm = m->cfg.mode == STRIX_RNN_LSTM;
+    const strix_tensor *yref = m->cfg.batch_first ? &w->out : &w->layer[m->cfg.num_layers - 1].y;
+    STRIX_TRY(nn_check_same(who, dy, yref));
+    if (dc_n && !lstm) return strix_error(STRIX_ERR_ARG, "%s takes no dc_n (LSTM only)", who);
+    if (dh_n) STRIX_TRY(check_state(m, "dh_n", dh_n, w->B));
+    if (dc_n) STRIX_TRY(check_state(m, "dc_n", dc_n, w->B));
+    size_t B = (size_t)w->B, T = (size_t)w->T, I = (size_t)m->cfg.input_size;
+    size_t H = (size_t)m->cfg.hidden_size, DH = (size_t)m->dirs * H;
+    int L = m->cfg.num_layers;
+    int64_t sbh[2] = {(int64_t)B, (int64_t)H};
+    STRIX_TRY(strix_tensor_ensure(be, &w->dh, 2, sbh));
+    STRIX_TRY(strix_tensor_ensure(be, &w->dc, 2, sbh));
+    STRIX_TRY(strix_tensor_ensure(be, &w->dh0, 3, w->h_n.shape));
+    if (lstm) STRIX_TRY(strix_tensor_ensure(be, &w->dc0, 3, w->h_n.shape));
+    const float *g = dy->data;
+    if (m->cfg.batch_first) {
+        int64_t st[3] = {(int64_t)T, (int64_t)B, (int64_t)DH};
+        STRIX_TRY(strix_tensor_ensure(be, &w->dytm, 3, st));
+        STRIX_TRY(transpose_bt(be, w->dytm.data, dy->data, B, T, DH, true));
+        g = w->dytm.data;
+    }
+    for (int l = L - 1; l >= 0; l--) {
+        size_t I_l = l == 0 ? I : DH;
+        const float *in = l > 0 ? w->layer[l - 1].y.data
+                                : (m->cfg.batch_first ? w->xtm.data : w->x.data);
+        int64_t sx[3] = {(int64_t)T, (int64_t)B, (int64_t)I_l};
+        STRIX_TRY(strix_tensor_ensure(be, &w->layer[l].dx, 3, sx));
+        for (int d = 0; d < m->dirs; d++)
+            STRIX_TRY(dir_backward(m, l, d, g, in, I_l, w->layer[l].dx.data, dh_n, dc_n));
+        g = w->layer[l].dx.data;
+    }
+    const strix_tensor *res = &w->layer[0].dx;
+    if (m->cfg.batch_first) {
+        STRIX_TRY(strix_tensor_ensure(be, &w->dx, 3, w->x.shape));
+        STRIX_TRY(transpose_bt(be, w->dx.data, res->data, B, T, I, false));
+        res = &w->dx;
+    }
+    if (dx) *dx = res;
+    if (dh0) *dh0 = &w->dh0;
+    if (dc0) *dc0 = lstm ? &w->dc0 : NULL;
+    return STRIX_OK;
+}
