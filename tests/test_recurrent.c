@@ -10,7 +10,9 @@
  *  3. the general form (strix_module_io): h0/c0 as inputs, and a state that carries h, c from
  *     one call to the next (two calls of 2 and 3 steps = one call of 5);
  *  4. finite differences of the input and every parameter on tiny 2-layer bidirectional models;
- *  5. torch's parameter names, order, shapes and init bounds; errors for bad sizes and shapes.
+ *  5. dropout between layers: eval mode is torch's no-dropout output, training masks come from
+ *     (seed, offset) and differ from eval, finite differences through the masks;
+ *  6. torch's parameter names, order, shapes and init bounds; errors for bad sizes and shapes.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -306,6 +308,105 @@ static void test_finite_differences(void **state) {
     }
 }
 
+static double proj_loss(strix_backend *be, strix_rnn *m, const strix_tensor *x, const float *R,
+                        size_t n) {
+    m->offset = 0; // the same masks at every evaluation
+    const strix_tensor *y;
+    OK(strix_rnn_forward(m, x, NULL, NULL, &y, NULL, NULL));
+    float *h = from_backend(be, y->data, n);
+    double s = 0.0;
+    for (size_t i = 0; i < n; i++) s += (double)h[i] * R[i];
+    free(h);
+    return s;
+}
+
+/* Dropout 0.5 between the layers of the lstm_2l_bi golden: eval mode gives torch's y; a training
+ * forward differs, repeats bit for bit from the same (seed, offset), advances offset by the size
+ * of layer 0's output; its backward matches central differences with the masks held fixed. */
+static void test_dropout(void **state) {
+    strix_backend *be = *state;
+    tl_golden gf;
+    load_golden("lstm_2l_bi", &gf);
+    gcase c = cases[1];
+    built b;
+    begin(&b, be);
+    strix_rnn_config cfg = strix_rnn_config_default(c.mode, GI, GH);
+    cfg.num_layers = 2;
+    cfg.bidirectional = true;
+    cfg.dropout = 0.5f;
+    strix_rnn *m;
+    OK(strix_rnn_new(&b.ps, "", &cfg, &m));
+    b.m = &m->base;
+    assert_true(strix_module_training(b.m));
+    OK(strix_params_alloc(&b.ps));
+    load_params(&gf, &b.ps);
+    m->seed = 99;
+    strix_tensor x = from_golden(be, need(&gf, "x")), h0 = from_golden(be, need(&gf, "h0"));
+    strix_tensor c0 = from_golden(be, need(&gf, "c0"));
+    const strix_tensor *y;
+    strix_module_set_training(b.m, false);
+    OK(strix_rnn_forward(m, &x, &h0, &c0, &y, NULL, NULL));
+    assert_int_equal(same_as(be, &gf, "y", y), 0);
+    assert_int_equal(m->offset, 0);
+    strix_module_set_training(b.m, true);
+    size_t ny = (size_t)GB * GT * 2 * GH;
+    OK(strix_rnn_forward(m, &x, &h0, &c0, &y, NULL, NULL));
+    assert_int_equal(m->offset, ny); // layer 0's output (T, B, 2H), the only dropout site
+    float *y1 = from_backend(be, y->data, ny);
+    size_t differ = 0;
+    const float *ye = need(&gf, "y")->data;
+    for (size_t i = 0; i < ny; i++) differ += fabsf(y1[i] - ye[i]) > 1e-4f;
+    assert_true(differ > ny / 2);
+    m->offset = 0;
+    OK(strix_rnn_forward(m, &x, &h0, &c0, &y, NULL, NULL));
+    assert_true(check_backend(be, "same masks", y->data, y1, ny, 0.0, 0.0));
+    free(y1);
+
+    // finite differences with the masks held fixed (offset reset before every forward)
+    strix_rng rng;
+    strix_rng_seed(&rng, 5);
+    float *R = malloc(ny * sizeof(float));
+    fill_uniform(&rng, R, ny, -1.0, 1.0);
+    proj_loss(be, m, &x, R, ny);
+    int64_t sy[3] = {GB, GT, 2 * GH};
+    strix_tensor dy = tensor_from_host(be, 3, sy, R);
+    OK(strix_params_zero_grad(&b.ps));
+    const strix_tensor *dx;
+    OK(strix_rnn_backward(m, &dy, NULL, NULL, &dx, NULL, NULL));
+    float *gx = from_backend(be, dx->data, (size_t)GB * GT * GI);
+    float *gp = from_backend(be, b.ps.grad, b.ps.total);
+    struct { float *dev, *g; size_t n; } arrs[3] = {
+        {x.data, gx, (size_t)GB * GT * GI},
+        {m->weight_ih[0]->data, gp + m->weight_ih[0]->offset, m->weight_ih[0]->numel},
+        {m->weight_ih[2]->data, gp + m->weight_ih[2]->offset, m->weight_ih[2]->numel}};
+    int bad = 0;
+    for (int a = 0; a < 3; a++)
+        for (int k = 0; k < 15; k++) {
+            size_t i = (size_t)strix_rng_below(&rng, arrs[a].n);
+            float v = get_one(be, arrs[a].dev, i), e = 1e-2f;
+            set_one(be, arrs[a].dev, i, v + e);
+            double lp = proj_loss(be, m, &x, R, ny);
+            set_one(be, arrs[a].dev, i, v - e);
+            double lm = proj_loss(be, m, &x, R, ny);
+            set_one(be, arrs[a].dev, i, v);
+            double fd = (lp - lm) / (2.0 * e), an = arrs[a].g[i];
+            if (fabs(fd - an) > FD_ATOL + FD_RTOL * fabs(an)) {
+                fprintf(stderr, "  dropout fd array %d [%zu]: analytic %g fd %g\n", a, i, an, fd);
+                bad++;
+            }
+        }
+    assert_int_equal(bad, 0);
+    free(R);
+    free(gx);
+    free(gp);
+    strix_tensor_free(&dy);
+    strix_tensor_free(&x);
+    strix_tensor_free(&h0);
+    strix_tensor_free(&c0);
+    release(&b);
+    tl_golden_free(&gf);
+}
+
 /* torch's names in torch's order, shapes, and U(-1/sqrt(H), 1/sqrt(H)) values. */
 static void test_names_and_init(void **state) {
     strix_backend *be = *state;
@@ -358,7 +459,9 @@ static void test_errors(void **state) {
     cfg.num_layers = 0;
     assert_int_equal(strix_rnn_new(&ps, "a", &cfg, &m), STRIX_ERR_ARG);
     cfg.num_layers = 2;
-    cfg.dropout = 0.5f;
+    cfg.dropout = 1.5f;
+    assert_int_equal(strix_rnn_new(&ps, "a", &cfg, &m), STRIX_ERR_ARG);
+    cfg.dropout = -0.1f;
     assert_int_equal(strix_rnn_new(&ps, "a", &cfg, &m), STRIX_ERR_ARG);
     cfg.dropout = 0.0f;
     cfg.mode = (strix_rnn_mode)7;
@@ -413,7 +516,8 @@ int main(void) {
         BACKEND_TEST(test_golden_lstm),         BACKEND_TEST(test_golden_gru),
         BACKEND_TEST(test_golden_rnn),          BACKEND_TEST(test_state_dict_from_torch),
         BACKEND_TEST(test_module_io_and_state), BACKEND_TEST(test_finite_differences),
-        BACKEND_TEST(test_names_and_init),      BACKEND_TEST(test_errors),
+        BACKEND_TEST(test_dropout),             BACKEND_TEST(test_names_and_init),
+        BACKEND_TEST(test_errors),
     };
     return run_on_each_backend("recurrent", tests, sizeof tests / sizeof tests[0]) ? 1 : 0;
 }

@@ -36,14 +36,21 @@
  * dh0, out[2] = dc0 when the forward took h0/c0 as inputs. The one-tensor forward is
  * forward_ex with x alone (zero initial state), y its output.
  *
- * Errors: constructors STRIX_ERR_ARG (sizes < 1, an unknown mode, dropout outside [0, 1)),
+ * Errors: constructors STRIX_ERR_ARG (sizes < 1, an unknown mode, dropout outside [0, 1]),
  * STRIX_ERR_ALLOC; forward STRIX_ERR_SHAPE for an x that is not 3-D with last dim I or has
  * B or T = 0, an h0/c0 that is not (L·dirs, B, H), STRIX_ERR_ARG for a c0 given to RNN/GRU;
  * backward STRIX_ERR_SHAPE for a dy / dh_n / dc_n of another shape than the forward's outputs,
  * STRIX_ERR_ARG before any forward.
  *
- * Not here: relevance (LRP), dropout between layers (dropout must be 0), nonlinearity='relu',
- * proj_size.
+ * Dropout (torch's `dropout` argument): in training mode, the output of every layer but the last
+ * goes through inverted dropout with p = dropout before the next layer reads it, element i of
+ * the k-th site dropped iff U(seed, offset_k + i) < p (the counter RNG of strix/layers.h's
+ * Dropout; i over the time-major (T, B, dirs·H) buffer, so masks differ from torch's); offset
+ * advances by that size after each site, backward re-applies the same masks. Eval mode
+ * (strix_module_set_training(m, false)) or dropout 0 use no masks. Modules start in training
+ * mode, as in torch.
+ *
+ * Not here: relevance (LRP), nonlinearity='relu', proj_size.
  */
 #ifndef STRIX_RECURRENT_H
 #define STRIX_RECURRENT_H
@@ -65,7 +72,7 @@ typedef struct strix_rnn_config {
     bool bias;          /* torch default true */
     bool batch_first;   /* torch default false; strix_rnn_config_default sets true: (B,T,I) */
     bool bidirectional; /* torch default false */
-    float dropout;      /* torch default 0; must be 0 here (not implemented) */
+    float dropout;      /* torch default 0; between layers in training mode, 0 <= p <= 1 */
 } strix_rnn_config;
 
 /* A recurrent module (torch's RNNBase). Parameter handles in torch's order, indexed
@@ -75,6 +82,9 @@ typedef struct strix_rnn {
     strix_rnn_config cfg;
     int dirs;                          /* 2 if bidirectional, else 1 */
     int gates;                         /* G: 1 RNN, 4 LSTM, 3 GRU */
+    bool training;                     /* read it with strix_module_training */
+    uint64_t seed, offset;             /* dropout: the next site uses (seed, offset); both 0 at
+                                        * construction, both may be set */
     strix_param **weight_ih, **weight_hh, **bias_ih, **bias_hh;
     /* Opaque: the caches and scratch of the last calls (src/nn/recurrent_internal.h). */
     struct strix_rnn_work *work;
@@ -86,7 +96,7 @@ STRIX_API strix_rnn_config strix_rnn_config_default(strix_rnn_mode mode, int inp
                                                     int hidden_size);
 
 /* Declares the parameters under <prefix> (names above) and builds the module. STRIX_ERR_ARG for
- * sizes or num_layers < 1, an unknown mode or dropout != 0, STRIX_ERR_ALLOC. */
+ * sizes or num_layers < 1, an unknown mode or dropout outside [0, 1], STRIX_ERR_ALLOC. */
 STRIX_API strix_status strix_rnn_new(strix_params *ps, const char *prefix,
                                      const strix_rnn_config *cfg, strix_rnn **out);
 

@@ -6,8 +6,9 @@
  * h_prev·W_hhᵀ, the gate activations and a fused cell pass (strix_recurrent_cell). Backward runs
  * the cells' backward passes in reverse step order, then forms the weight gradients as one GEMM
  * per gate over all steps and the input gradient as one GEMM per gate. Layouts: the comment of
- * src/nn/recurrent_internal.h. Does not do relevance, dropout or initialisation (the parameter
- * block draws values).
+ * src/nn/recurrent_internal.h. Dropout between layers is the counter-RNG dropout primitive, as the
+ * Dropout module: backward re-applies it with the same (seed, offset), so no mask is stored.
+ * Does not do relevance or initialisation (the parameter block draws values).
  */
 #include <math.h>
 #include <stdlib.h>
@@ -40,6 +41,8 @@ static void work_free(strix_rnn *m) {
         for (int l = 0; l < m->cfg.num_layers; l++) {
             strix_tensor_free(&w->layer[l].y);
             strix_tensor_free(&w->layer[l].dx);
+            strix_tensor_free(&w->layer[l].yd);
+            strix_tensor_free(&w->layer[l].gd);
         }
     strix_tensor *ts[] = {&w->xtm, &w->out, &w->h_n, &w->c_n, &w->dytm,
                           &w->dx,  &w->dh0, &w->dc0, &w->dh,  &w->dc};
@@ -141,19 +144,28 @@ static strix_status vt_backward_ex(strix_module *mod, strix_module_io *io) {
     return STRIX_OK;
 }
 
+static void vt_set_training(strix_module *mod, bool training) {
+    ((strix_rnn *)mod)->training = training;
+}
+
+static bool vt_get_training(const strix_module *mod) { return ((const strix_rnn *)mod)->training; }
+
 static const strix_module_i rnn_vt[3] = {
     [STRIX_RNN_TANH] = {.type = "RNN", .forward = vt_forward, .backward = vt_backward,
                         .destroy = vt_destroy, .forward_ex = vt_forward_ex,
                         .backward_ex = vt_backward_ex, .state_new = vt_state_new,
-                        .state_free = vt_state_free},
+                        .state_free = vt_state_free, .set_training = vt_set_training,
+                        .get_training = vt_get_training},
     [STRIX_RNN_LSTM] = {.type = "LSTM", .forward = vt_forward, .backward = vt_backward,
                         .destroy = vt_destroy, .forward_ex = vt_forward_ex,
                         .backward_ex = vt_backward_ex, .state_new = vt_state_new,
-                        .state_free = vt_state_free},
+                        .state_free = vt_state_free, .set_training = vt_set_training,
+                        .get_training = vt_get_training},
     [STRIX_RNN_GRU] = {.type = "GRU", .forward = vt_forward, .backward = vt_backward,
                        .destroy = vt_destroy, .forward_ex = vt_forward_ex,
                        .backward_ex = vt_backward_ex, .state_new = vt_state_new,
-                       .state_free = vt_state_free},
+                       .state_free = vt_state_free, .set_training = vt_set_training,
+                       .get_training = vt_get_training},
 };
 
 // ---- construction ------------------------------------------------------------------------------
@@ -188,15 +200,16 @@ strix_status strix_rnn_new(strix_params *ps, const char *prefix, const strix_rnn
         return strix_error(STRIX_ERR_ARG,
                            "%s %s: input_size %d, hidden_size %d, num_layers %d must be positive",
                            who, prefix, cfg->input_size, cfg->hidden_size, cfg->num_layers);
-    if (!(cfg->dropout == 0.0f))
-        return strix_error(STRIX_ERR_ARG, "%s %s: dropout %g between layers is not implemented "
-                           "(use 0)", who, prefix, (double)cfg->dropout);
+    if (!(cfg->dropout >= 0.0f && cfg->dropout <= 1.0f))
+        return strix_error(STRIX_ERR_ARG, "%s %s: dropout %g must be in [0, 1]", who, prefix,
+                           (double)cfg->dropout);
     strix_rnn *m = NULL;
     NN_CALLOC_WITH_WORK(m);
     if (!m) return NN_ALLOC_FAIL(who);
     m->base.vt = &rnn_vt[cfg->mode];
     m->base.be = ps->be;
     m->cfg = *cfg;
+    m->training = true;
     m->dirs = cfg->bidirectional ? 2 : 1;
     m->gates = cfg->mode == STRIX_RNN_LSTM ? 4 : cfg->mode == STRIX_RNN_GRU ? 3 : 1;
     int nd = cfg->num_layers * m->dirs;
@@ -415,6 +428,23 @@ strix_status strix_rnn_forward(strix_rnn *m, const strix_tensor *x, const strix_
             return s;
         }
         in = w->layer[l].y.data;
+        strix_rnn_layer_work *lw = &w->layer[l];
+        lw->dropped = m->training && m->cfg.dropout > 0.0f && l + 1 < L;
+        if (lw->dropped) {
+            float p = m->cfg.dropout, scale = p < 1.0f ? 1.0f / (1.0f - p) : 0.0f;
+            size_t n = (size_t)strix_tensor_numel(&lw->y);
+            s = strix_tensor_ensure(be, &lw->yd, 3, sy);
+            if (s == STRIX_OK)
+                s = strix_dropout_forward(be, lw->y.data, lw->yd.data, NULL, n, p, scale,
+                                          m->seed, m->offset);
+            if (s != STRIX_OK) {
+                w->T = 0;
+                return s;
+            }
+            lw->offset = m->offset;
+            m->offset += n;
+            in = lw->yd.data;
+        }
     }
     const strix_tensor *out = &w->layer[L - 1].y;
     if (m->cfg.batch_first) {
@@ -571,8 +601,18 @@ strix_status strix_rnn_backward(strix_rnn *m, const strix_tensor *dy, const stri
     }
     for (int l = L - 1; l >= 0; l--) {
         size_t I_l = l == 0 ? I : DH;
-        const float *in = l > 0 ? w->layer[l - 1].y.data
-                                : (m->cfg.batch_first ? w->xtm.data : w->x.data);
+        const float *in = l == 0 ? (m->cfg.batch_first ? w->xtm.data : w->x.data)
+                        : w->layer[l - 1].dropped ? w->layer[l - 1].yd.data
+                                                  : w->layer[l - 1].y.data;
+        strix_rnn_layer_work *lw = &w->layer[l];
+        if (lw->dropped) { // the gradient of y is dropout's backward of the next layer's dx
+            float p = m->cfg.dropout, scale = p < 1.0f ? 1.0f / (1.0f - p) : 0.0f;
+            STRIX_TRY(strix_tensor_ensure(be, &lw->gd, 3, lw->y.shape));
+            STRIX_TRY(strix_dropout_forward(be, g, lw->gd.data, NULL,
+                                            (size_t)strix_tensor_numel(&lw->y), p, scale,
+                                            m->seed, lw->offset));
+            g = lw->gd.data;
+        }
         int64_t sx[3] = {(int64_t)T, (int64_t)B, (int64_t)I_l};
         STRIX_TRY(strix_tensor_ensure(be, &w->layer[l].dx, 3, sx));
         for (int d = 0; d < m->dirs; d++)

@@ -14,7 +14,8 @@
  *   hn    (T, B, H)     GRU h_prev·W_hnᵀ + b_hn; npre (T, B, H) GRU n's pre-activation
  *   dp    (G, T, B, H)  backward: gradients of the gate pre-activations; dhn (T, B, H) GRU's of hn
  *   gh    (T, B, H)     backward: this direction's slice of the output gradient (dirs 2)
- * Per layer: y (T, B, dirs·H) its output, dx (T, B, I_l) the gradient of its input.
+ * Per layer: y (T, B, dirs·H) its output, dx (T, B, I_l) the gradient of its input; yd, gd
+ * the dropped output and the gradient of y when dropout ran after the layer.
  */
 #ifndef STRIX_RECURRENT_INTERNAL_H
 #define STRIX_RECURRENT_INTERNAL_H
@@ -27,6 +28,10 @@ typedef struct strix_rnn_dir_work {
 
 typedef struct strix_rnn_layer_work {
     strix_tensor y, dx;
+    strix_tensor yd, gd;         /* dropout after this layer: y dropped (the next layer's input)
+                                  * and the gradient of y */
+    bool dropped;                /* the last forward dropped this layer's output */
+    uint64_t offset;             /* its counter-RNG offset */
 } strix_rnn_layer_work;
 
 struct strix_rnn_work {
