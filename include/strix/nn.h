@@ -98,7 +98,8 @@ typedef struct strix_module_state strix_module_state;
  * or both; module.c converts between them.
  * A recurrent module (LSTM, GRU, Mamba) returns y and its final state through this form:
  * forward_ex takes in[0] = x (B,T,I) and its strix_module_state holding h_0 (and c_0; zeros
- * when fresh), and sets out[0] = y (B,T,H), out[1] = h_T, out[2] = c_T (B,H), also written back
+ * when fresh), and sets out[0] = y (B,T,dirs·H), out[1] = h_T, out[2] = c_T (layers·dirs,B,H)
+ * as torch.nn.LSTM's h_n/c_n (strix/recurrent.h), also written back
  * into the state so the next call continues the sequence; backward_ex takes in[0] = dy, in[1] =
  * dh_T, in[2] = dc_T (NULL: zero) and sets out[0] = dx; relevance_ex takes the relevance of y
  * (and of h_T, c_T) and sets out[0] = the relevance of x. */
