@@ -50,7 +50,7 @@
  * (strix_module_set_training(m, false)) or dropout 0 use no masks. Modules start in training
  * mode, as in torch.
  *
- * Not here: relevance (LRP), nonlinearity='relu', proj_size.
+ * Not here: nonlinearity='relu', proj_size.
  */
 #ifndef STRIX_RECURRENT_H
 #define STRIX_RECURRENT_H
@@ -116,6 +116,34 @@ STRIX_API strix_status strix_rnn_backward(strix_rnn *m, const strix_tensor *dy,
                                           const strix_tensor *dh_n, const strix_tensor *dc_n,
                                           const strix_tensor **dx, const strix_tensor **dh0,
                                           const strix_tensor **dc0);
+
+/* LRP of the last forward (Arras et al. 2019, "Explaining and interpreting LSTMs"), the
+ * module's relevance and relevance_ex slots, with its rule m->base.rule (EPSILON only, else
+ * STRIX_ERR_UNSUPPORTED; eps = rule.epsilon). r_y has y's shape; r_h_n, r_c_n (L·dirs, B, H)
+ * the relevance of h_n, c_n, or NULL (zero). The rule, per direction, steps in reverse:
+ *   gates (i, f, o; GRU's r, z) get no relevance; products gate·signal hand all to the signal;
+ *   LSTM  R_c = R_h (+ R_c of the next step), R_g = (i·g/stab c)·R_c, R_c_prev = (f·c_prev/
+ *         stab c)·R_c; g's pre-activation z = x·W_igᵀ + h_prev·W_hgᵀ (+ b_ig + b_hg with
+ *         rule.bias_in_denominator) splits by the epsilon rule onto x and h_prev;
+ *   GRU   R_h_prev += (z·h_prev/stab h)·R_h, R_n = ((1 − z)·n/stab h)·R_h; n's pre-activation
+ *         n_pre = x·W_inᵀ + b_in + r·hn hands x (x·W_in/stab n_pre)·R_n and hn (r·hn/stab
+ *         n_pre)·R_n, and hn = h_prev·W_hnᵀ + b_hn passes it to h_prev by the epsilon rule on
+ *         hn; the GRU's denominators always include the biases (n_pre, hn as the forward has
+ *         them);
+ *   RNN   h = tanh z hands all of R_h to z, which splits as LSTM's z.
+ * Layers run top down, each direction taking its H columns of the relevance of the layer
+ * output; both directions' input relevance adds up. A dropped layer output (training-mode
+ * dropout) passes relevance on unchanged (dropped units already got none). With eps -> 0 and
+ * no bias (LSTM, RNN: or the default pre-bias denominators), Σ r_x + Σ r_h0 + Σ r_c0 = Σ r_y +
+ * Σ r_h_n + Σ r_c_n up to rounding; GRU's biases absorb a share. *r_x (x's shape), *r_h0, *r_c0 (L·dirs, B, H,
+ * the relevance absorbed by the initial state; *r_c0 NULL unless LSTM) are module buffers
+ * shared with backward's dx, dh0, dc0 (valid until the next backward or relevance); any out
+ * pointer may be NULL. STRIX_ERR_ARG before a forward or for a bad rule, STRIX_ERR_SHAPE for
+ * a relevance of another shape than the forward's outputs, STRIX_ERR_ALLOC. */
+STRIX_API strix_status strix_rnn_relevance(strix_rnn *m, const strix_tensor *r_y,
+                                           const strix_tensor *r_h_n, const strix_tensor *r_c_n,
+                                           const strix_tensor **r_x, const strix_tensor **r_h0,
+                                           const strix_tensor **r_c0);
 
 #ifdef __cplusplus
 }

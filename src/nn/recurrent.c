@@ -8,13 +8,16 @@
  * per gate over all steps and the input gradient as one GEMM per gate. Layouts: the comment of
  * src/nn/recurrent_internal.h. Dropout between layers is the counter-RNG dropout primitive, as the
  * Dropout module: backward re-applies it with the same (seed, offset), so no mask is stored.
- * Does not do relevance or initialisation (the parameter block draws values).
+ * Relevance (Arras et al. 2019) walks the steps as backward does, with the cells' LRP passes and
+ * the epsilon rule of the linear maps (strix_lrp_linear, gru_lrp_hprev). Does not do
+ * initialisation (the parameter block draws values).
  */
 #include <math.h>
 #include <stdlib.h>
 
 #include "layers_internal.h"
 #include "nn/recurrent_internal.h"
+#include "nn/rules_internal.h"
 
 static const char *mode_name(strix_rnn_mode mode) {
     return mode == STRIX_RNN_LSTM ? "LSTM" : mode == STRIX_RNN_GRU ? "GRU" : "RNN";
@@ -144,6 +147,28 @@ static strix_status vt_backward_ex(strix_module *mod, strix_module_io *io) {
     return STRIX_OK;
 }
 
+static strix_status vt_relevance(strix_module *mod, const strix_tensor *r_out,
+                                 const strix_tensor **r_in) {
+    return strix_rnn_relevance((strix_rnn *)mod, r_out, NULL, NULL, r_in, NULL, NULL);
+}
+
+static strix_status vt_relevance_ex(strix_module *mod, strix_module_io *io) {
+    strix_rnn *m = (strix_rnn *)mod;
+    bool lstm = m->cfg.mode == STRIX_RNN_LSTM;
+    if (io->n_in < 1 || io->n_in > (lstm ? 3 : 2) || !io->in[0])
+        return strix_error(STRIX_ERR_UNSUPPORTED,
+                           "%s relevance takes that of y and optionally h_n%s",
+                           mode_name(m->cfg.mode), lstm ? ", c_n" : "");
+    const strix_tensor *rx, *rh0, *rc0;
+    STRIX_TRY(strix_rnn_relevance(m, io->in[0], io->n_in > 1 ? io->in[1] : NULL,
+                                  io->n_in > 2 ? io->in[2] : NULL, &rx, &rh0, &rc0));
+    io->n_out = m->work->io_inputs; // relevance of the float inputs the forward took
+    io->out[0] = rx;
+    io->out[1] = io->n_out > 1 ? rh0 : NULL;
+    io->out[2] = io->n_out > 2 ? rc0 : NULL;
+    return STRIX_OK;
+}
+
 static void vt_set_training(strix_module *mod, bool training) {
     ((strix_rnn *)mod)->training = training;
 }
@@ -153,17 +178,20 @@ static bool vt_get_training(const strix_module *mod) { return ((const strix_rnn 
 static const strix_module_i rnn_vt[3] = {
     [STRIX_RNN_TANH] = {.type = "RNN", .forward = vt_forward, .backward = vt_backward,
                         .destroy = vt_destroy, .forward_ex = vt_forward_ex,
-                        .backward_ex = vt_backward_ex, .state_new = vt_state_new,
+                        .backward_ex = vt_backward_ex, .relevance = vt_relevance,
+                        .relevance_ex = vt_relevance_ex, .state_new = vt_state_new,
                         .state_free = vt_state_free, .set_training = vt_set_training,
                         .get_training = vt_get_training},
     [STRIX_RNN_LSTM] = {.type = "LSTM", .forward = vt_forward, .backward = vt_backward,
                         .destroy = vt_destroy, .forward_ex = vt_forward_ex,
-                        .backward_ex = vt_backward_ex, .state_new = vt_state_new,
+                        .backward_ex = vt_backward_ex, .relevance = vt_relevance,
+                        .relevance_ex = vt_relevance_ex, .state_new = vt_state_new,
                         .state_free = vt_state_free, .set_training = vt_set_training,
                         .get_training = vt_get_training},
     [STRIX_RNN_GRU] = {.type = "GRU", .forward = vt_forward, .backward = vt_backward,
                        .destroy = vt_destroy, .forward_ex = vt_forward_ex,
-                       .backward_ex = vt_backward_ex, .state_new = vt_state_new,
+                       .backward_ex = vt_backward_ex, .relevance = vt_relevance,
+                       .relevance_ex = vt_relevance_ex, .state_new = vt_state_new,
                        .state_free = vt_state_free, .set_training = vt_set_training,
                        .get_training = vt_get_training},
 };
@@ -628,5 +656,180 @@ strix_status strix_rnn_backward(strix_rnn *m, const strix_tensor *dy, const stri
     if (dx) *dx = res;
     if (dh0) *dh0 = &w->dh0;
     if (dc0) *dc0 = lstm ? &w->dc0 : NULL;
+    return STRIX_OK;
+}
+
+// ---- relevance (LRP) ---------------------------------------------------------------------------
+
+/* Relevance of one direction of layer l (Arras et al. 2019; the rule is written at
+ * strix_rnn_relevance): r (T, B, dirs·H) the relevance of the layer output, in (T, B, I_l) its
+ * input; rX (T, B, I_l) gets `=` (d == 0) or `+=` (d == 1, through the scratch sx). The
+ * relevance of this direction's h0/c0 goes to w->dh0/dc0 slice idx. Scratch: dp's gate blocks
+ * (block 0 the denominators z of LSTM/RNN and GRU's per-step terms, block 2 the relevance of
+ * the cell input g / candidate n / RNN pre-activation for all steps), w->dh, w->dc the running
+ * relevance of h and c, whnt (H, H) GRU's W_hn transposed. */
+static strix_status dir_relevance(strix_rnn *m, int l, int d, const float *r, const float *in,
+                                  size_t I_l, float *rX, float *sx, float *whnt,
+                                  const strix_tensor *r_hn, const strix_tensor *r_cn) {
+    strix_backend *be = m->base.be;
+    struct strix_rnn_work *w = m->work;
+    int idx = l * m->dirs + d;
+    strix_rnn_dir_work *rd = &w->dir[idx];
+    strix_rnn_mode mode = m->cfg.mode;
+    bool gru = mode == STRIX_RNN_GRU, lstm = mode == STRIX_RNN_LSTM;
+    float eps = m->base.rule.epsilon;
+    size_t B = (size_t)w->B, T = (size_t)w->T, H = (size_t)m->cfg.hidden_size;
+    size_t G = (size_t)m->gates, BH = B * H, TBH = T * BH, DH = (size_t)m->dirs * H;
+    int64_t sp[4] = {(int64_t)G, (int64_t)T, (int64_t)B, (int64_t)H};
+    STRIX_TRY(strix_tensor_ensure(be, &rd->dp, 4, sp));
+    const float *rown = r;
+    if (m->dirs > 1) {
+        STRIX_TRY(strix_tensor_ensure(be, &rd->gh, 3, sp + 1));
+        STRIX_TRY(strix_copy_2d(be, rd->gh.data, H, r + (size_t)d * H, DH, T * B, H));
+        rown = rd->gh.data;
+    }
+    // the block of the cell input: LSTM's g (rows 2H..3H), GRU's n (2H..3H), RNN's only block
+    size_t q = mode == STRIX_RNN_TANH ? 0 : 2;
+    const float *wih = m->weight_ih[idx]->data + q * H * I_l;
+    const float *whh = m->weight_hh[idx]->data + q * H * H;
+    const float *P = rd->p.data;
+    float *Z = rd->dp.data, *RG = rd->dp.data + (G > 1 ? 2 : 0) * TBH;
+    const float *hprev_all = rd->hs.data + (d == 0 ? 0 : BH);
+    if (!gru) { // z = in·W_ihᵀ + h_prev·W_hhᵀ of the cell input, + its biases with the flag
+        float *zd = Z;
+        if (G == 1) { // RNN: RG is dp itself, z goes to dhn
+            STRIX_TRY(strix_tensor_ensure(be, &rd->dhn, 3, sp + 1));
+            zd = rd->dhn.data;
+        }
+        STRIX_TRY(strix_gemm_ex(be, in, false, wih, true, zd, T * B, I_l, H, 0.0f));
+        STRIX_TRY(strix_gemm_ex(be, hprev_all, false, whh, true, zd, T * B, H, H, 1.0f));
+        if (m->base.rule.bias_in_denominator && m->bias_ih[idx]) {
+            STRIX_TRY(strix_add_row_vector(be, zd, m->bias_ih[idx]->data + q * H, zd, T * B, H));
+            STRIX_TRY(strix_add_row_vector(be, zd, m->bias_hh[idx]->data + q * H, zd, T * B, H));
+        }
+        Z = zd;
+    } else { // W_hn (out, in) -> (in, out) for gru_lrp_hprev
+        for (size_t k = 0; k < H; k++)
+            STRIX_TRY(strix_copy_2d(be, whnt + k, H, whh + k * H, 1, H, 1));
+    }
+    float *rh = w->dh.data, *rc = w->dc.data;
+    STRIX_TRY(load_slice(be, rh, r_hn, idx, BH));
+    if (lstm) STRIX_TRY(load_slice(be, rc, r_cn, idx, BH));
+    for (size_t k = 0; k < T; k++) {
+        size_t t = d == 0 ? T - 1 - k : k;
+        size_t sprev = d == 0 ? t : t + 1, sout = d == 0 ? t + 1 : t;
+        const float *hprev = rd->hs.data + sprev * BH;
+        const float *p0 = P + t * BH, *p1 = p0 + TBH, *p2 = p1 + TBH;
+        float *rg = RG + t * BH;
+        strix_cell_args a = {{0}, {0}, eps};
+        if (lstm) {
+            a.in[0] = rown + t * BH;
+            a.in[1] = rh;
+            a.in[2] = rc;
+            a.in[3] = p0;
+            a.in[4] = p1;
+            a.in[5] = p2;
+            a.in[6] = rd->cs.data + sprev * BH;
+            a.in[7] = rd->cs.data + sout * BH;
+            a.out[0] = rg;
+            a.out[1] = rc;
+            STRIX_TRY(strix_recurrent_cell(be, STRIX_CELL_LSTM_LRP, &a, BH));
+            STRIX_TRY(strix_lrp_linear(be, hprev, whh, Z + t * BH, rg, rh, B, H, H, eps));
+        } else if (gru) {
+            float *direct = rd->dp.data + t * BH, *term = rd->dp.data + TBH + t * BH;
+            a.in[0] = rown + t * BH;
+            a.in[1] = rh;
+            a.in[2] = p1;
+            a.in[3] = p0;
+            a.in[4] = p2;
+            a.in[5] = rd->hn.data + t * BH;
+            a.in[6] = hprev;
+            a.in[7] = rd->hs.data + sout * BH;
+            a.in[8] = rd->npre.data + t * BH;
+            a.out[0] = direct;
+            a.out[1] = rg;
+            a.out[2] = term;
+            STRIX_TRY(strix_recurrent_cell(be, STRIX_CELL_GRU_LRP, &a, BH));
+            STRIX_TRY(strix_gru_lrp_hprev(be, hprev, whnt, rd->hn.data + t * BH, term, direct, rh,
+                                          B, H, eps));
+        } else { // h = tanh(z) hands all of R_h to z
+            STRIX_TRY(strix_add(be, rown + t * BH, rh, rg, BH));
+            STRIX_TRY(strix_lrp_linear(be, hprev, whh, Z + t * BH, rg, rh, B, H, H, eps));
+        }
+    }
+    STRIX_TRY(strix_copy(be, w->dh0.data + (size_t)idx * BH, rh, BH * sizeof(float),
+                         STRIX_COPY_D2D));
+    if (lstm)
+        STRIX_TRY(strix_copy(be, w->dc0.data + (size_t)idx * BH, rc, BH * sizeof(float),
+                             STRIX_COPY_D2D));
+    // the input's share of the cell input over all steps, with the same denominators
+    const float *zin = gru ? rd->npre.data : Z;
+    float *dst = d == 0 ? rX : sx;
+    STRIX_TRY(strix_lrp_linear(be, in, wih, zin, RG, dst, T * B, I_l, H, eps));
+    if (d > 0) STRIX_TRY(strix_add(be, rX, sx, rX, T * B * I_l));
+    return STRIX_OK;
+}
+
+strix_status strix_rnn_relevance(strix_rnn *m, const strix_tensor *r_y, const strix_tensor *r_hn,
+                                 const strix_tensor *r_cn, const strix_tensor **r_x,
+                                 const strix_tensor **r_h0, const strix_tensor **r_c0) {
+    const char *who = mode_name(m->cfg.mode);
+    struct strix_rnn_work *w = m->work;
+    if (w->T == 0) return strix_error(STRIX_ERR_ARG, "%s: relevance before a forward", who);
+    STRIX_TRY(lrp_rule_check(&m->base.rule, who));
+    if (m->base.rule.kind != STRIX_LRP_EPSILON)
+        return strix_error(STRIX_ERR_UNSUPPORTED, "%s: only the epsilon rule (got %s)", who,
+                           lrp_kind_name(m->base.rule.kind));
+    strix_backend *be = m->base.be;
+    bool lstm = m->cfg.mode == STRIX_RNN_LSTM;
+    const strix_tensor *yref = m->cfg.batch_first ? &w->out : &w->layer[m->cfg.num_layers - 1].y;
+    STRIX_TRY(nn_check_same(who, r_y, yref));
+    if (r_cn && !lstm) return strix_error(STRIX_ERR_ARG, "%s takes no c_n relevance", who);
+    if (r_hn) STRIX_TRY(check_state(m, "the relevance of h_n", r_hn, w->B));
+    if (r_cn) STRIX_TRY(check_state(m, "the relevance of c_n", r_cn, w->B));
+    size_t B = (size_t)w->B, T = (size_t)w->T, I = (size_t)m->cfg.input_size;
+    size_t H = (size_t)m->cfg.hidden_size, DH = (size_t)m->dirs * H;
+    int L = m->cfg.num_layers;
+    int64_t sbh[2] = {(int64_t)B, (int64_t)H};
+    STRIX_TRY(strix_tensor_ensure(be, &w->dh, 2, sbh));
+    STRIX_TRY(strix_tensor_ensure(be, &w->dc, 2, sbh));
+    STRIX_TRY(strix_tensor_ensure(be, &w->dh0, 3, w->h_n.shape));
+    if (lstm) STRIX_TRY(strix_tensor_ensure(be, &w->dc0, 3, w->h_n.shape));
+    const float *r = r_y->data;
+    if (m->cfg.batch_first) {
+        int64_t st[3] = {(int64_t)T, (int64_t)B, (int64_t)DH};
+        STRIX_TRY(strix_tensor_ensure(be, &w->dytm, 3, st));
+        STRIX_TRY(transpose_bt(be, w->dytm.data, r_y->data, B, T, DH, true));
+        r = w->dytm.data;
+    }
+    size_t widest = I > DH ? I : DH;
+    size_t nsx = T * B * (widest > H ? widest : H); // +=-scratch of dirs 2, RNN's z
+    float *sx = NULL, *whnt = NULL;
+    strix_status s = lrp_scratch(be, nsx, &sx);
+    if (s == STRIX_OK) s = lrp_scratch(be, H * H, &whnt);
+    // a dropped layer output hands its relevance to y unchanged (dropped units got none)
+    for (int l = L - 1; l >= 0 && s == STRIX_OK; l--) {
+        size_t I_l = l == 0 ? I : DH;
+        const float *in = l == 0 ? (m->cfg.batch_first ? w->xtm.data : w->x.data)
+                        : w->layer[l - 1].dropped ? w->layer[l - 1].yd.data
+                                                  : w->layer[l - 1].y.data;
+        int64_t sx3[3] = {(int64_t)T, (int64_t)B, (int64_t)I_l};
+        s = strix_tensor_ensure(be, &w->layer[l].dx, 3, sx3);
+        for (int d = 0; d < m->dirs && s == STRIX_OK; d++)
+            s = dir_relevance(m, l, d, r, in, I_l, w->layer[l].dx.data, sx, whnt, r_hn, r_cn);
+        r = w->layer[l].dx.data;
+    }
+    strix_free(be, sx);
+    strix_free(be, whnt);
+    STRIX_TRY(s);
+    const strix_tensor *res = &w->layer[0].dx;
+    if (m->cfg.batch_first) {
+        STRIX_TRY(strix_tensor_ensure(be, &w->dx, 3, w->x.shape));
+        STRIX_TRY(transpose_bt(be, w->dx.data, res->data, B, T, I, false));
+        res = &w->dx;
+    }
+    if (r_x) *r_x = res;
+    if (r_h0) *r_h0 = &w->dh0;
+    if (r_c0) *r_c0 = lstm ? &w->dc0 : NULL;
     return STRIX_OK;
 }
