@@ -12,7 +12,12 @@
  *  4. finite differences of the input and every parameter on tiny 2-layer bidirectional models;
  *  5. dropout between layers: eval mode is torch's no-dropout output, training masks come from
  *     (seed, offset) and differ from eval, finite differences through the masks;
- *  6. torch's parameter names, order, shapes and init bounds; errors for bad sizes and shapes.
+ *  6. torch's parameter names, order, shapes and init bounds; errors for bad sizes and shapes;
+ *  7. relevance (LRP, Arras et al. 2019): input, h0 and c0 relevance against a float64 numpy
+ *     transcription of the rule (tools/ref/recurrent_lrp_ref.py; LSTM and GRU, 1 layer and 2
+ *     layers bidirectional) within 1e-5 abs + 1e-4 rel, conservation with the gap measured and
+ *     bounded, relevance seeded at the last step reaching t = 0, errors;
+ *  8. learning: issue 12's running-parity task (6 sequences of 10 bits), LSTM and GRU 60/60.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -24,6 +29,8 @@
 #include <cmocka.h>
 
 #include "nn_testutil.h"
+#include "strix/loss.h"
+#include "strix/optim.h"
 #include "strix/recurrent.h"
 #include "strix/state_dict.h"
 
@@ -80,6 +87,9 @@ static const gcase cases[] = {
 };
 
 enum { GB = 3, GT = 5, GI = 7, GH = 6 }; /* the goldens' sizes */
+#ifndef PARITY_STEPS
+#define PARITY_STEPS 400
+#endif
 
 static void load_golden(const char *name, tl_golden *gf) {
     char path[256];
@@ -738,6 +748,91 @@ static void test_lrp_errors(void **state) {
     release(&b);
 }
 
+// ---- learning: running parity ------------------------------------------------------------------
+
+/* Issue 12's running-parity XOR task: 6 fixed binary sequences of length 10, the target at step
+ * t the XOR of bits 0..t. A 1-layer module (hidden 8) + Linear(8, 1) head trained with AdamW
+ * (lr 0.02, no weight decay, full batch, BCE with logits) for a fixed number of steps classifies
+ * all 60 steps (logit > 0 <=> parity 1). Seeds fixed: the run is deterministic. Measured: 60/60
+ * for both from 100 steps on (loss 0.04), and with init seeds 1, 7, 99 as well; at 400 steps the
+ * loss is 0.0014 (LSTM) and 0.0009 (GRU), asserted < 0.05; the test takes well under a second. */
+static int parity_run(strix_backend *be, strix_rnn_mode mode, int steps, double *loss_out) {
+    enum { NB = 6, NT = 10, NH = 8 };
+    static const int bits[NB][NT] = {
+        {1, 0, 1, 1, 0, 0, 1, 0, 1, 1}, {0, 1, 1, 0, 1, 0, 0, 1, 1, 1},
+        {1, 1, 0, 0, 0, 1, 1, 1, 0, 1}, {0, 0, 1, 0, 1, 1, 0, 1, 0, 0},
+        {1, 0, 0, 1, 1, 1, 0, 0, 1, 0}, {0, 1, 0, 1, 0, 1, 1, 0, 0, 1}};
+    float xh[NB * NT], yt[NB * NT];
+    for (int b = 0; b < NB; b++) {
+        int par = 0;
+        for (int t = 0; t < NT; t++) {
+            par ^= bits[b][t];
+            xh[b * NT + t] = (float)bits[b][t];
+            yt[b * NT + t] = (float)par;
+        }
+    }
+    strix_params ps;
+    strix_params_init_empty(&ps, be);
+    strix_rnn_config cfg = strix_rnn_config_default(mode, 1, NH);
+    strix_rnn *rnn;
+    strix_linear *head;
+    OK(strix_rnn_new(&ps, "rnn", &cfg, &rnn));
+    OK(strix_linear_new_default(&ps, "head", NH, 1, true, &head));
+    OK(strix_params_alloc(&ps));
+    OK(strix_params_init(&ps, 1234));
+    strix_optimizer *opt;
+    strix_adamw_config ac = strix_adamw_defaults(0.0f);
+    OK(strix_optimizer_adamw(&ps, &ac, &opt));
+    strix_loss_workspace ws;
+    strix_loss_workspace_init(&ws, be);
+    int64_t sx[3] = {NB, NT, 1};
+    strix_tensor x = tensor_from_host(be, 3, sx, xh), tgt = tensor_from_host(be, 3, sx, yt);
+    strix_tensor dlog;
+    OK(strix_tensor_new(be, 3, sx, &dlog));
+    int correct = 0;
+    for (int step = 0; step <= steps; step++) {
+        const strix_tensor *y, *logits, *dy, *dx;
+        OK(strix_rnn_forward(rnn, &x, NULL, NULL, &y, NULL, NULL));
+        OK(strix_module_forward(&head->base, y, &logits));
+        float loss;
+        OK(strix_bce_with_logits_loss(&ws, logits->data, tgt.data, NB * NT, STRIX_REDUCTION_MEAN,
+                                      dlog.data, 1.0f, &loss));
+        *loss_out = loss;
+        if (step == steps) { // evaluate the trained model
+            float *lh = from_backend(be, logits->data, NB * NT);
+            for (int i = 0; i < NB * NT; i++) correct += (lh[i] > 0.0f) == (yt[i] > 0.5f);
+            free(lh);
+            break;
+        }
+        OK(strix_params_zero_grad(&ps));
+        OK(strix_module_backward(&head->base, &dlog, &dy));
+        OK(strix_rnn_backward(rnn, dy, NULL, NULL, &dx, NULL, NULL));
+        OK(strix_optimizer_step(opt, 0.02f));
+    }
+    strix_tensor_free(&x);
+    strix_tensor_free(&tgt);
+    strix_tensor_free(&dlog);
+    strix_loss_workspace_free(&ws);
+    strix_optimizer_free(opt);
+    strix_module_free(&rnn->base);
+    strix_module_free(&head->base);
+    strix_params_free(&ps);
+    return correct;
+}
+
+static void test_running_parity(void **state) {
+    strix_backend *be = *state;
+    strix_rnn_mode modes[2] = {STRIX_RNN_LSTM, STRIX_RNN_GRU};
+    for (int i = 0; i < 2; i++) {
+        double loss = 0.0;
+        int correct = parity_run(be, modes[i], PARITY_STEPS, &loss);
+        print_message("running parity %s: %d/60 after %d AdamW steps, loss %.4f\n",
+                      i == 0 ? "LSTM" : "GRU", correct, PARITY_STEPS, loss);
+        assert_int_equal(correct, 60);
+        assert_true(loss < 0.05);
+    }
+}
+
 int main(void) {
     struct CMUnitTest tests[] = {
         BACKEND_TEST(test_golden_lstm),         BACKEND_TEST(test_golden_gru),
@@ -746,7 +841,7 @@ int main(void) {
         BACKEND_TEST(test_dropout),             BACKEND_TEST(test_names_and_init),
         BACKEND_TEST(test_errors),              BACKEND_TEST(test_lrp_golden),
         BACKEND_TEST(test_lrp_conservation),    BACKEND_TEST(test_lrp_reaches_early_steps),
-        BACKEND_TEST(test_lrp_errors),
+        BACKEND_TEST(test_lrp_errors),          BACKEND_TEST(test_running_parity),
     };
     return run_on_each_backend("recurrent", tests, sizeof tests / sizeof tests[0]) ? 1 : 0;
 }

@@ -135,11 +135,12 @@ STRIX_API strix_status strix_rnn_backward(strix_rnn *m, const strix_tensor *dy,
  * output; both directions' input relevance adds up. A dropped layer output (training-mode
  * dropout) passes relevance on unchanged (dropped units already got none). With eps -> 0 and
  * no bias (LSTM, RNN: or the default pre-bias denominators), Σ r_x + Σ r_h0 + Σ r_c0 = Σ r_y +
- * Σ r_h_n + Σ r_c_n up to rounding; GRU's biases absorb a share. *r_x (x's shape), *r_h0, *r_c0 (L·dirs, B, H,
- * the relevance absorbed by the initial state; *r_c0 NULL unless LSTM) are module buffers
- * shared with backward's dx, dh0, dc0 (valid until the next backward or relevance); any out
- * pointer may be NULL. STRIX_ERR_ARG before a forward or for a bad rule, STRIX_ERR_SHAPE for
- * a relevance of another shape than the forward's outputs, STRIX_ERR_ALLOC. */
+ * Σ r_h_n + Σ r_c_n up to rounding; GRU's biases absorb a share. *r_x (x's shape), *r_h0,
+ * *r_c0 (L·dirs, B, H: the relevance absorbed by the initial state; *r_c0 NULL unless LSTM)
+ * are module buffers shared with backward's dx, dh0, dc0 (valid until the next backward or
+ * relevance); any out pointer may be NULL. STRIX_ERR_ARG before a forward, for a bad rule or
+ * an r_c_n given to RNN/GRU, STRIX_ERR_SHAPE for a relevance of another shape than the
+ * forward's outputs, STRIX_ERR_ALLOC. */
 STRIX_API strix_status strix_rnn_relevance(strix_rnn *m, const strix_tensor *r_y,
                                            const strix_tensor *r_h_n, const strix_tensor *r_c_n,
                                            const strix_tensor **r_x, const strix_tensor **r_h0,
