@@ -7,7 +7,7 @@ Run from the repository root with Debian's python3 (PyTorch 1.13):
 It writes tests/golden/recurrent/<case>.bin (format: tools/ref/ops_ref.py's write_golden).
 
 An independent transcription of the rule in float64 numpy, per term (Σ_k x_j·W_kj/stab(z_k)·R_k,
-not strix's gradient×input form), on a torch.nn.LSTM / GRU built after torch.manual_seed (its
+not strix's gradient×input form), on a torch.nn.LSTM / GRU / RNN built after torch.manual_seed (its
 own init); the forward is re-run here in float64 and checked against torch's:
   gates get no relevance, gate·signal products hand all to the signal;
   LSTM  R_c = R_h + R_c(next), R_g = i·g/stab(c)·R_c, R_c_prev = f·c_prev/stab(c)·R_c,
@@ -16,7 +16,7 @@ own init); the forward is re-run here in float64 and checked against torch's:
         x gets x_j·W_in,kj/stab(n_pre_k)·R_n_k, hn gets r·hn/stab(n_pre)·R_n, and h_prev
         h_prev_j·W_hn,kj/stab(hn_k) of it (n_pre, hn with their biases);
 layers top down, each direction its H columns of the layer output's relevance, both
-directions' input relevance summed. stab(z) = z + eps·sign(z), sign(0) = +1.
+directions' input relevance summed; RNN (tanh) hands R_h to z, split as LSTM's z. stab(z) = z + eps·sign(z), sign(0) = +1.
 Arrays: x, h0, c0 (LSTM), eps, r_y (B,T,dirs·H), r_h_n, r_c_n (LSTM) the seeded relevance,
 the outputs r_x, r_h0, r_c0 (LSTM), "param.<name>" for every parameter. Sizes B=2, T=4, I=3,
 H=5, eps 1e-2. This script does not test strix and is not needed to run the tests.
@@ -62,7 +62,11 @@ def run_dir(kind, p, x, h0, c0, reverse):
     for t in steps:
         gx = x[t] @ wih.T + bih
         gh = h @ whh.T + bhh
-        if kind == "lstm":
+        if kind == "rnn":
+            zpre = x[t] @ wih.T + h @ whh.T                           # pre-bias z
+            hn_ = np.tanh(gx + gh)
+            cache[t] = dict(h_prev=h, x=x[t], z=zpre)
+        elif kind == "lstm":
             zi, zf, zg, zo = np.split(gx + gh, 4, axis=1)
             i, f, g, o = sig(zi), sig(zf), np.tanh(zg), sig(zo)
             cn = f * c + i * g
@@ -92,7 +96,11 @@ def lrp_dir(kind, p, cache, r_own, rh_T, rc_T, reverse, eps):
     rx = np.zeros((T, B, wih.shape[1]))
     for t in steps:
         k = cache[t]
-        if kind == "lstm":
+        if kind == "rnn":
+            rz = r_own[t] + rh
+            rx[t] = lin_terms(k["x"], wih, k["z"], rz, eps)
+            rh = lin_terms(k["h_prev"], whh, k["z"], rz, eps)
+        elif kind == "lstm":
             rc_tot = r_own[t] + rh + rc
             rg = k["i"] * k["g"] / stab(k["c"], eps) * rc_tot
             rc = k["f"] * k["c_prev"] / stab(k["c"], eps) * rc_tot
@@ -110,7 +118,7 @@ def lrp_dir(kind, p, cache, r_own, rh_T, rc_T, reverse, eps):
 
 def case(name, kind, layers, bidirectional, seed):
     torch.manual_seed(SEED + seed)
-    cls = nn.LSTM if kind == "lstm" else nn.GRU
+    cls = {"lstm": nn.LSTM, "gru": nn.GRU, "rnn": nn.RNN}[kind]
     m = cls(I, H, num_layers=layers, batch_first=True, bidirectional=bidirectional)
     dirs = 2 if bidirectional else 1
     x = randn(B, T, I)
@@ -177,6 +185,7 @@ def main():
     case("gru_lrp_1l", "gru", 1, False, seed=2)
     case("lstm_lrp_2l_bi", "lstm", 2, True, seed=3)
     case("gru_lrp_2l_bi", "gru", 2, True, seed=4)
+    case("rnn_lrp_2l_bi", "rnn", 2, True, seed=5)
 
 
 if __name__ == "__main__":
