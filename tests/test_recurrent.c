@@ -15,8 +15,9 @@
  *  6. torch's parameter names, order, shapes and init bounds; errors for bad sizes and shapes;
  *  7. relevance (LRP, Arras et al. 2019): input, h0 and c0 relevance against a float64 numpy
  *     transcription of the rule (tools/ref/recurrent_lrp_ref.py; LSTM and GRU, 1 layer and 2
- *     layers bidirectional, RNN 2 layers bidirectional) within 1e-5 abs + 1e-4 rel, conservation with the gap measured and
- *     bounded, relevance seeded at the last step reaching t = 0, errors;
+ *     layers bidirectional, RNN 2 layers bidirectional) within 1e-5 abs + 1e-4 rel,
+ *     conservation with the gap measured and bounded, relevance seeded at the last step
+ *     reaching t = 0, errors;
  *  8. learning: issue 12's running-parity task (6 sequences of 10 bits), LSTM and GRU 60/60.
  */
 #define _POSIX_C_SOURCE 200809L

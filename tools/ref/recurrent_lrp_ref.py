@@ -16,7 +16,8 @@ own init); the forward is re-run here in float64 and checked against torch's:
         x gets x_j·W_in,kj/stab(n_pre_k)·R_n_k, hn gets r·hn/stab(n_pre)·R_n, and h_prev
         h_prev_j·W_hn,kj/stab(hn_k) of it (n_pre, hn with their biases);
 layers top down, each direction its H columns of the layer output's relevance, both
-directions' input relevance summed; RNN (tanh) hands R_h to z, split as LSTM's z. stab(z) = z + eps·sign(z), sign(0) = +1.
+directions' input relevance summed; RNN (tanh) hands R_h to z, split as LSTM's z.
+stab(z) = z + eps·sign(z), sign(0) = +1.
 Arrays: x, h0, c0 (LSTM), eps, r_y (B,T,dirs·H), r_h_n, r_c_n (LSTM) the seeded relevance,
 the outputs r_x, r_h0, r_c0 (LSTM), "param.<name>" for every parameter. Sizes B=2, T=4, I=3,
 H=5, eps 1e-2. This script does not test strix and is not needed to run the tests.
