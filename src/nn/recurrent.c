@@ -599,34 +599,52 @@ static strix_status dir_backward(strix_rnn *m, int l, int d, const float *g, con
     return STRIX_OK;
 }
 
+/* What backward and relevance share before their walk back in time: checks of the signal of y
+ * (gradient or relevance) and of h_n, c_n (`hn_name`, `cn_name` in errors) against the last
+ * forward, the per-step and h0/c0 buffers, and y's signal in time-major order (*tm: gy's data,
+ * or dytm holding it transposed). */
+static strix_status reverse_begin(strix_rnn *m, const char *who, const char *hn_name,
+                                  const char *cn_name, const strix_tensor *gy,
+                                  const strix_tensor *ghn, const strix_tensor *gcn,
+                                  const float **tm) {
+    struct strix_rnn_work *w = m->work;
+    strix_backend *be = m->base.be;
+    bool lstm = m->cfg.mode == STRIX_RNN_LSTM;
+    const strix_tensor *yref = m->cfg.batch_first ? &w->out : &w->layer[m->cfg.num_layers - 1].y;
+    STRIX_TRY(nn_check_same(who, gy, yref));
+    if (gcn && !lstm)
+        return strix_error(STRIX_ERR_ARG, "%s takes no %s (LSTM only)", who, cn_name);
+    if (ghn) STRIX_TRY(check_state(m, hn_name, ghn, w->B));
+    if (gcn) STRIX_TRY(check_state(m, cn_name, gcn, w->B));
+    size_t B = (size_t)w->B, T = (size_t)w->T, DH = (size_t)m->dirs * m->cfg.hidden_size;
+    int64_t sbh[2] = {(int64_t)B, (int64_t)m->cfg.hidden_size};
+    STRIX_TRY(strix_tensor_ensure(be, &w->dh, 2, sbh));
+    STRIX_TRY(strix_tensor_ensure(be, &w->dc, 2, sbh));
+    STRIX_TRY(strix_tensor_ensure(be, &w->dh0, 3, w->h_n.shape));
+    if (lstm) STRIX_TRY(strix_tensor_ensure(be, &w->dc0, 3, w->h_n.shape));
+    *tm = gy->data;
+    if (m->cfg.batch_first) {
+        int64_t st[3] = {(int64_t)T, (int64_t)B, (int64_t)DH};
+        STRIX_TRY(strix_tensor_ensure(be, &w->dytm, 3, st));
+        STRIX_TRY(transpose_bt(be, w->dytm.data, gy->data, B, T, DH, true));
+        *tm = w->dytm.data;
+    }
+    return STRIX_OK;
+}
+
 strix_status strix_rnn_backward(strix_rnn *m, const strix_tensor *dy, const strix_tensor *dh_n,
                                 const strix_tensor *dc_n, const strix_tensor **dx,
                                 const strix_tensor **dh0, const strix_tensor **dc0) {
     const char *who = mode_name(m->cfg.mode);
     struct strix_rnn_work *w = m->work;
     if (w->T == 0) return strix_error(STRIX_ERR_ARG, "%s: backward before a forward", who);
+    const float *g;
+    STRIX_TRY(reverse_begin(m, who, "dh_n", "dc_n", dy, dh_n, dc_n, &g));
     strix_backend *be = m->base.be;
     bool lstm = m->cfg.mode == STRIX_RNN_LSTM;
-    const strix_tensor *yref = m->cfg.batch_first ? &w->out : &w->layer[m->cfg.num_layers - 1].y;
-    STRIX_TRY(nn_check_same(who, dy, yref));
-    if (dc_n && !lstm) return strix_error(STRIX_ERR_ARG, "%s takes no dc_n (LSTM only)", who);
-    if (dh_n) STRIX_TRY(check_state(m, "dh_n", dh_n, w->B));
-    if (dc_n) STRIX_TRY(check_state(m, "dc_n", dc_n, w->B));
     size_t B = (size_t)w->B, T = (size_t)w->T, I = (size_t)m->cfg.input_size;
     size_t H = (size_t)m->cfg.hidden_size, DH = (size_t)m->dirs * H;
     int L = m->cfg.num_layers;
-    int64_t sbh[2] = {(int64_t)B, (int64_t)H};
-    STRIX_TRY(strix_tensor_ensure(be, &w->dh, 2, sbh));
-    STRIX_TRY(strix_tensor_ensure(be, &w->dc, 2, sbh));
-    STRIX_TRY(strix_tensor_ensure(be, &w->dh0, 3, w->h_n.shape));
-    if (lstm) STRIX_TRY(strix_tensor_ensure(be, &w->dc0, 3, w->h_n.shape));
-    const float *g = dy->data;
-    if (m->cfg.batch_first) {
-        int64_t st[3] = {(int64_t)T, (int64_t)B, (int64_t)DH};
-        STRIX_TRY(strix_tensor_ensure(be, &w->dytm, 3, st));
-        STRIX_TRY(transpose_bt(be, w->dytm.data, dy->data, B, T, DH, true));
-        g = w->dytm.data;
-    }
     for (int l = L - 1; l >= 0; l--) {
         size_t I_l = l == 0 ? I : DH;
         const float *in = l == 0 ? (m->cfg.batch_first ? w->xtm.data : w->x.data)
@@ -780,28 +798,14 @@ strix_status strix_rnn_relevance(strix_rnn *m, const strix_tensor *r_y, const st
     if (m->base.rule.kind != STRIX_LRP_EPSILON)
         return strix_error(STRIX_ERR_UNSUPPORTED, "%s: only the epsilon rule (got %s)", who,
                            lrp_kind_name(m->base.rule.kind));
+    const float *r;
+    STRIX_TRY(reverse_begin(m, who, "the relevance of h_n", "the relevance of c_n", r_y, r_hn,
+                            r_cn, &r));
     strix_backend *be = m->base.be;
     bool lstm = m->cfg.mode == STRIX_RNN_LSTM;
-    const strix_tensor *yref = m->cfg.batch_first ? &w->out : &w->layer[m->cfg.num_layers - 1].y;
-    STRIX_TRY(nn_check_same(who, r_y, yref));
-    if (r_cn && !lstm) return strix_error(STRIX_ERR_ARG, "%s takes no c_n relevance", who);
-    if (r_hn) STRIX_TRY(check_state(m, "the relevance of h_n", r_hn, w->B));
-    if (r_cn) STRIX_TRY(check_state(m, "the relevance of c_n", r_cn, w->B));
     size_t B = (size_t)w->B, T = (size_t)w->T, I = (size_t)m->cfg.input_size;
     size_t H = (size_t)m->cfg.hidden_size, DH = (size_t)m->dirs * H;
     int L = m->cfg.num_layers;
-    int64_t sbh[2] = {(int64_t)B, (int64_t)H};
-    STRIX_TRY(strix_tensor_ensure(be, &w->dh, 2, sbh));
-    STRIX_TRY(strix_tensor_ensure(be, &w->dc, 2, sbh));
-    STRIX_TRY(strix_tensor_ensure(be, &w->dh0, 3, w->h_n.shape));
-    if (lstm) STRIX_TRY(strix_tensor_ensure(be, &w->dc0, 3, w->h_n.shape));
-    const float *r = r_y->data;
-    if (m->cfg.batch_first) {
-        int64_t st[3] = {(int64_t)T, (int64_t)B, (int64_t)DH};
-        STRIX_TRY(strix_tensor_ensure(be, &w->dytm, 3, st));
-        STRIX_TRY(transpose_bt(be, w->dytm.data, r_y->data, B, T, DH, true));
-        r = w->dytm.data;
-    }
     size_t widest = I > DH ? I : DH;
     size_t nsx = T * B * (widest > H ? widest : H); // +=-scratch of dirs 2, RNN's z
     float *sx = NULL, *whnt = NULL;
