@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "gpt_internal.h"
+#include "models/common/explain_common.h"
 #include "nn/rules_internal.h"
 #include "strix/attribution.h"
 
@@ -46,32 +47,6 @@ void strix_gpt_explanation_free(strix_gpt_explanation *e) {
 
 // ---- rules -------------------------------------------------------------------------------------
 
-/* Whether m (and, for a container, everything in it) can be explained with rule kind k. */
-static bool module_supports(const strix_module *m, strix_lrp_kind k) {
-    if (!m->vt->relevance) return false;
-    return m->vt->supports_rule ? m->vt->supports_rule(m, k) : k == STRIX_LRP_EPSILON;
-}
-
-/* The innermost module under m that refuses rule kind k (m itself if none of its children do),
- * or NULL if m supports it. */
-static strix_module *refusing_module(strix_module *m, strix_lrp_kind k) {
-    if (module_supports(m, k)) return NULL;
-    strix_module *c;
-    for (int i = 0; m->vt->child && (c = m->vt->child(m, i)) != NULL; i++) {
-        strix_module *inner = refusing_module(c, k);
-        if (inner) return inner;
-    }
-    return m;
-}
-
-/* Sets the rule of m and of every module inside it. */
-static void set_rule(strix_module *m, const strix_lrp_rule *rule) {
-    m->rule = *rule;
-    if (!m->vt->child) return;
-    strix_module *c;
-    for (int i = 0; (c = m->vt->child(m, i)) != NULL; i++) set_rule(c, rule);
-}
-
 /* The model's i-th top-level module in forward order: wte, the blocks, ln_f, lm_head; NULL
  * past the last. */
 static strix_module *gpt_module(strix_gpt *g, int i) {
@@ -85,32 +60,12 @@ static strix_module *gpt_module(strix_gpt *g, int i) {
 /* Arguments, rule and support, checked before anything runs. */
 static strix_status check_request(strix_gpt *g, const int32_t *ids, int n,
                                   const strix_gpt_explain_config *cfg) {
-    int V = g->cfg.vocab_size;
-    if (!ids || n <= 0)
-        return strix_error(STRIX_ERR_ARG, "gpt explain: needs at least one id (got %d)", n);
-    int T = n < g->cfg.block_size ? n : g->cfg.block_size;
-    for (int i = n - T; i < n; i++)
-        if (ids[i] < 0 || ids[i] >= V)
-            return strix_error(STRIX_ERR_ARG, "gpt explain: id %d at %d outside [0, %d)", ids[i],
-                               i, V);
-    if (cfg->target < -1 || cfg->target >= V)
-        return strix_error(STRIX_ERR_ARG, "gpt explain: target %d outside [0, %d)", cfg->target,
-                           V);
-    if (cfg->contrast < -1 || cfg->contrast >= V)
-        return strix_error(STRIX_ERR_ARG, "gpt explain: contrast %d outside [0, %d)",
-                           cfg->contrast, V);
-    if (cfg->contrast >= 0 && cfg->contrast == cfg->target)
-        return strix_error(STRIX_ERR_ARG, "gpt explain: contrast equals the target (%d)",
-                           cfg->target);
-    if (cfg->method < STRIX_GPT_EXPLAIN_LRP || cfg->method > STRIX_GPT_EXPLAIN_SALIENCY)
-        return strix_error(STRIX_ERR_ARG, "gpt explain: unknown method %d", (int)cfg->method);
-    if (cfg->method == STRIX_GPT_EXPLAIN_INTEGRATED_GRADIENTS && cfg->ig_steps < 1)
-        return strix_error(STRIX_ERR_ARG, "gpt explain: ig_steps %d < 1", cfg->ig_steps);
+    STRIX_TRY(lm_explain_check("gpt explain", g->cfg.vocab_size, g->cfg.block_size, ids, n,
+                               cfg));
     if (cfg->method != STRIX_GPT_EXPLAIN_LRP) return STRIX_OK;
-    STRIX_TRY(lrp_rule_check(&cfg->rule, "gpt explain"));
     strix_module *m;
     for (int i = 0; (m = gpt_module(g, i)) != NULL; i++) {
-        strix_module *bad = refusing_module(m, cfg->rule.kind);
+        strix_module *bad = lm_refusing_module(m, cfg->rule.kind);
         if (!bad) continue;
         int L = g->cfg.n_layer;
         char where[48];
@@ -124,28 +79,6 @@ static strix_status check_request(strix_gpt *g, const int32_t *ids, int n,
 }
 
 // ---- the explanation ---------------------------------------------------------------------------
-
-/* Fills the prediction fields from the last position's logits (host, V) and returns the seed row
- * (host, V): the target's logit (or 1), minus the contrast's logit (or −1). */
-static void predict_and_seed(const float *logits, int V, const strix_gpt_explain_config *cfg,
-                             strix_gpt_explanation *out, float *seed) {
-    int32_t best = 0;
-    for (int v = 1; v < V; v++)
-        if (logits[v] > logits[best]) best = v;
-    double total = 0.0;
-    for (int v = 0; v < V; v++) total += exp((double)logits[v] - (double)logits[best]);
-    int32_t target = cfg->target >= 0 ? cfg->target : best;
-    out->predicted = best;
-    out->predicted_prob = (float)(1.0 / total);
-    out->target = target;
-    out->target_logit = logits[target];
-    out->target_prob = (float)(exp((double)logits[target] - (double)logits[best]) / total);
-    memset(seed, 0, (size_t)V * sizeof(float));
-    seed[target] = cfg->one_hot_seed ? 1.0f : logits[target];
-    if (cfg->contrast >= 0)
-        seed[cfg->contrast] = cfg->one_hot_seed ? -1.0f : -logits[cfg->contrast];
-    out->relevance_out_sum = (double)seed[target] + (cfg->contrast >= 0 ? seed[cfg->contrast] : 0);
-}
 
 /* Relevance of x0 (1,T,C) -> per-position sums of the token (and position) shares. */
 static strix_status embedding_relevance(strix_gpt *g, const strix_tensor *r, int T, float eps,
@@ -200,11 +133,7 @@ static strix_status next_logits(strix_gpt *g, const int32_t *ids, int T, float *
     STRIX_TRY(strix_gpt_forward(g, ids, NULL, 1, T, NULL));
     const float *dev_logits = strix_linear_output(g->lm_head)->data + (size_t)(T - 1) * (size_t)V;
     STRIX_TRY(strix_copy(g->be, logits, dev_logits, (size_t)V * sizeof(float), STRIX_COPY_D2H));
-    for (int v = 0; v < V; v++)
-        if (!isfinite(logits[v]))
-            return strix_error(STRIX_ERR_NUMERIC, "gpt explain: logit %d is %g", v,
-                               (double)logits[v]);
-    return STRIX_OK;
+    return lm_check_logits("gpt explain", logits, V);
 }
 
 /* The walk itself; `out` holds the prediction fields on entry. */
@@ -216,7 +145,7 @@ static strix_status explain_run(strix_gpt *g, const int32_t *ids, int T,
     if (!host) return strix_error(STRIX_ERR_ALLOC, "gpt explain: out of memory");
     float *logits = host, *seed = host + V;
     strix_status s = next_logits(g, ids, T, logits);
-    if (s == STRIX_OK) predict_and_seed(logits, V, cfg, out, seed);
+    if (s == STRIX_OK) lm_predict_and_seed(logits, V, cfg, out, seed);
     // the seed (1,T,V): zero except the last position's row
     strix_tensor r0 = {0};
     if (s == STRIX_OK) s = strix_tensor_new(be, 3, strix_linear_output(g->lm_head)->shape, &r0);
@@ -416,14 +345,14 @@ strix_status strix_gpt_explain(strix_gpt *g, const int32_t *ids, int n,
     strix_status s;
     if (cfg->method == STRIX_GPT_EXPLAIN_LRP) {
         strix_module *m;
-        for (int i = 0; (m = gpt_module(g, i)) != NULL; i++) set_rule(m, &cfg->rule);
+        for (int i = 0; (m = gpt_module(g, i)) != NULL; i++) lm_set_rule(m, &cfg->rule);
         s = explain_run(g, ids + (n - T), T, cfg, out);
     } else {
         int V = g->cfg.vocab_size;
         float *host = malloc((size_t)V * 2 * sizeof(float));
         s = host ? next_logits(g, ids + (n - T), T, host)
                  : strix_error(STRIX_ERR_ALLOC, "gpt explain: out of memory");
-        if (s == STRIX_OK) predict_and_seed(host, V, cfg, out, host + V);
+        if (s == STRIX_OK) lm_predict_and_seed(host, V, cfg, out, host + V);
         free(host);
         if (s == STRIX_OK) s = explain_gradient(g, T, cfg, out);
     }
@@ -441,15 +370,7 @@ strix_status strix_gpt_explain_output(strix_gpt *g, const int32_t *ids, int n,
     float *logits = malloc((size_t)V * sizeof(float));
     if (!logits) return strix_error(STRIX_ERR_ALLOC, "gpt explain: out of memory");
     strix_status s = next_logits(g, ids + (n - T), T, logits);
-    if (s == STRIX_OK) {
-        int32_t t = cfg->target;
-        if (t < 0) {
-            t = 0;
-            for (int v = 1; v < V; v++)
-                if (logits[v] > logits[t]) t = v;
-        }
-        *value = (double)logits[t] - (cfg->contrast >= 0 ? (double)logits[cfg->contrast] : 0.0);
-    }
+    if (s == STRIX_OK) *value = lm_explained_output(logits, V, cfg);
     free(logits);
     return s;
 }
