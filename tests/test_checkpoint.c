@@ -352,7 +352,7 @@ static strix_gpt_config tiny_config(void) {
 static strix_checkpoint_info tiny_info(const strix_gpt_config *c) {
     strix_checkpoint_info info;
     memset(&info, 0, sizeof info);
-    info.model = *c;
+    info.model = strix_lm_config_of_gpt(c);
     assert_int_equal(strix_vocab_from_bytes((const unsigned char *)"\nabc\xff", 5, &info.vocab),
                      STRIX_OK);
     info.train.steps = 100;
@@ -407,8 +407,8 @@ static void test_gpt_checkpoint_round_trip(void **state) {
     strix_checkpoint *ck;
     assert_int_equal(strix_checkpoint_open(path, &ck), STRIX_OK);
     const strix_checkpoint_info *got = strix_checkpoint_info_of(ck);
-    assert_int_equal(got->model.d_model, 8);
-    assert_int_equal(got->model.n_head, 2);
+    assert_int_equal(got->model.gpt.d_model, 8);
+    assert_int_equal(got->model.gpt.n_head, 2);
     assert_int_equal(got->vocab.size, 5);
     assert_memory_equal(got->vocab.bytes, "\nabc\xff", 5);
     assert_int_equal(got->state.step, 42);
@@ -538,7 +538,7 @@ static void test_gpt_checkpoint_tied_weights_stored_once(void **state) {
     strix_safetensors_free(st);
     strix_checkpoint *ck;
     assert_int_equal(strix_checkpoint_open(path, &ck), STRIX_OK);
-    assert_true(strix_checkpoint_info_of(ck)->model.tie_weights);
+    assert_true(strix_checkpoint_info_of(ck)->model.gpt.tie_weights);
     assert_int_equal(strix_gpt_new(be, &c, &g2), STRIX_OK);
     assert_int_equal(strix_checkpoint_restore(ck, g2, true), STRIX_OK);
     assert_memory_equal(p1->data, strix_gpt_params(g2)->data, p1->total * sizeof(float));
@@ -783,8 +783,8 @@ static void test_weights_only_file(void **state) {
     assert_int_equal(strix_checkpoint_open(wo, &ck), STRIX_OK);
     const strix_checkpoint_info *got = strix_checkpoint_info_of(ck);
     assert_true(got->weights_only);
-    assert_int_equal(got->model.d_model, c.d_model);
-    assert_true(got->model.tie_weights);
+    assert_int_equal(got->model.gpt.d_model, c.d_model);
+    assert_true(got->model.gpt.tie_weights);
     assert_int_equal(got->vocab.size, 5);
     assert_memory_equal(got->vocab.bytes, "\nabc\xff", 5);
     assert_string_equal(got->train.data_path, "");

@@ -317,7 +317,8 @@ static void test_gpt_train(void **state) {
 static strix_checkpoint_info info_for(const char *backend) {
     strix_checkpoint_info info;
     memset(&info, 0, sizeof info);
-    info.model = gpt_config();
+    strix_gpt_config c = gpt_config();
+    info.model = strix_lm_config_of_gpt(&c);
     info.vocab = DATA->corpus.vocab;
     info.train.steps = STEPS;
     info.train.lr = 1e-3f;

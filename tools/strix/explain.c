@@ -320,7 +320,7 @@ static int drop_chars(const int32_t *ids, int n, const render_explanation *re, c
 /* The deletion check of --deletion (render_deletion) on ids (n, the whole prompt); re's
  * characters and relevance give the order. Returns 0, 1 after a library error or 2 after a
  * usage error, the line printed. */
-static int deletion_check(strix_gpt *g, const explain_flags *f,
+static int deletion_check(strix_lm *g, const explain_flags *f,
                           int32_t *ids, int n, const render_explanation *re,
                           const strix_gpt_explain_config *cfg, render_deletion *d, int *positions) {
     int K = f->deletion, N = re->n;
@@ -350,14 +350,14 @@ static int deletion_check(strix_gpt *g, const explain_flags *f,
         order[k] = order[best];
         order[best] = t;
     }
-    strix_status s = strix_gpt_explain_output(g, ids, n, cfg, &d->before);
+    strix_status s = strix_lm_explain_output(g, ids, n, cfg, &d->before);
     memset(gone, 0, sizeof(bool) * (size_t)N);
     for (int k = 0; k < K; k++) {
         positions[k] = re->start[order[k]];
         gone[order[k]] = true;
     }
     int m = drop_chars(ids, n, re, gone, work);
-    if (s == STRIX_OK) s = strix_gpt_explain_output(g, work, m, cfg, &d->after_top);
+    if (s == STRIX_OK) s = strix_lm_explain_output(g, work, m, cfg, &d->after_top);
     strix_rng rng;
     strix_rng_seed(&rng, f->seed);
     double sum = 0.0;
@@ -372,7 +372,7 @@ static int deletion_check(strix_gpt *g, const explain_flags *f,
             gone[order[k]] = true;
         }
         double v = 0.0;
-        s = strix_gpt_explain_output(g, work, drop_chars(ids, n, re, gone, work), cfg, &v);
+        s = strix_lm_explain_output(g, work, drop_chars(ids, n, re, gone, work), cfg, &v);
         sum += v;
     }
     free(gone);
@@ -388,7 +388,7 @@ static int deletion_check(strix_gpt *g, const explain_flags *f,
 }
 
 /* Encodes the prompt, explains, prints and writes the files. */
-static int explain(strix_gpt *g, const strix_vocab *vocab, const explain_flags *f,
+static int explain(strix_lm *g, const strix_vocab *vocab, const explain_flags *f,
                    int target_byte, int contrast_byte) {
     size_t n = f->prompt_len;
     if (n > (size_t)1 << 30)
@@ -411,7 +411,7 @@ static int explain(strix_gpt *g, const strix_vocab *vocab, const explain_flags *
     cfg.contrast = contrast_byte >= 0 ? vocab->id_of[contrast_byte] : -1;
     bool lrp = cfg.method == STRIX_GPT_EXPLAIN_LRP;
     strix_gpt_explanation ex = {0};
-    s = strix_gpt_explain(g, ids, (int)n, &cfg, &ex);
+    s = strix_lm_explain(g, ids, (int)n, &cfg, &ex);
     if (s != STRIX_OK) {
         free(ids);
         return tool_fail(s);
@@ -435,7 +435,7 @@ static int explain(strix_gpt *g, const strix_vocab *vocab, const explain_flags *
     if (cfg.contrast >= 0) {
         strix_gpt_explain_config out_cfg = cfg;
         out_cfg.target = ex.target;
-        s = strix_gpt_explain_output(g, ids, (int)n, &out_cfg, &contrast_output);
+        s = strix_lm_explain_output(g, ids, (int)n, &out_cfg, &contrast_output);
         if (s != STRIX_OK) {
             render_group_free(&re);
             strix_gpt_explanation_free(&ex);
@@ -466,9 +466,11 @@ static int explain(strix_gpt *g, const strix_vocab *vocab, const explain_flags *
     char pg[8], tg[8], cg[8];
     render_glyph(re.predicted, false, pg);
     render_glyph(re.target, false, tg);
-    const strix_gpt_config *mc = strix_gpt_config_of(g);
-    printf("model %s: vocabulary %d, block %d, %d layer%s; ", f->model, mc->vocab_size,
-           mc->block_size, mc->n_layer, mc->n_layer == 1 ? "" : "s");
+    const strix_lm_config *mc = strix_lm_config_get(g);
+    int L = strix_lm_config_layers(mc);
+    printf("model %s: %s, vocabulary %d, block %d, %d layer%s; ", f->model,
+           strix_arch_name(mc->arch), strix_lm_config_vocab(mc), strix_lm_config_block(mc), L,
+           L == 1 ? "" : "s");
     if (lrp) printf("rule %s\n", f->rule);
     else if (cfg.method == STRIX_GPT_EXPLAIN_INTEGRATED_GRADIENTS)
         printf("method %s (%d steps)\n", f->method, f->ig_steps);
@@ -695,7 +697,7 @@ int cmd_explain(int argc, char **argv) {
         }
     }
     if (s == STRIX_OK) s = tool_model_load(&m, backend, f.threads);
-    rc = s == STRIX_OK ? explain(m.g, vocab, &f, f.target ? tb : -1, f.contrast ? cb : -1)
+    rc = s == STRIX_OK ? explain(m.lm, vocab, &f, f.target ? tb : -1, f.contrast ? cb : -1)
                        : tool_fail(s);
     tool_model_free(&m);
     free(f.prompt_buf);

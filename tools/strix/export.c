@@ -149,19 +149,20 @@ int cmd_export(int argc, char **argv) {
     strix_status s = strix_checkpoint_open(f.model, &m.ck);
     if (s == STRIX_OK) s = tool_model_load(&m, "cpu", 1);
     if (s == STRIX_OK)
-        s = strix_checkpoint_save_weights(f.out, m.g, &strix_checkpoint_info_of(m.ck)->vocab);
+        s = strix_checkpoint_save_weights_lm(f.out, m.lm, &strix_checkpoint_info_of(m.ck)->vocab);
     if (s != STRIX_OK) {
         rc = tool_fail(s);
         tool_model_free(&m);
         return rc;
     }
-    const strix_gpt_config *c = &strix_checkpoint_info_of(m.ck)->model;
+    const strix_lm_config *c = &strix_checkpoint_info_of(m.ck)->model;
+    int L = strix_lm_config_layers(c);
     bool was_weights_only = strix_checkpoint_info_of(m.ck)->weights_only;
     long long full = file_size(f.model), out = file_size(f.out);
     if (replacing) printf("note: replaced the weights-only file %s\n", f.out);
-    printf("exported %s (%d layer%s, d_model %d, vocabulary %d, %zu parameters)\n", f.model,
-           c->n_layer, c->n_layer == 1 ? "" : "s", c->d_model, c->vocab_size,
-           strix_gpt_params(m.g)->total);
+    printf("exported %s (%s, %d layer%s, d_model %d, vocabulary %d, %zu parameters)\n", f.model,
+           strix_arch_name(c->arch), L, L == 1 ? "" : "s", strix_lm_config_d_model(c),
+           strix_lm_config_vocab(c), strix_lm_params(m.lm)->total);
     printf("wrote %s: %lld bytes, weights only; %s %s: %lld bytes (%.1f%%)\n", f.out, out,
            was_weights_only ? "the weights-only file" : "the full checkpoint", f.model, full,
            full > 0 ? 100.0 * (double)out / (double)full : 0.0);

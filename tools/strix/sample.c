@@ -70,14 +70,14 @@ static void print_sample_help(const arg_spec *specs, int n) {
            "is full: about 7x faster with a block of 64, but not nanoGPT's bytes.\n");
 }
 
-static int generate(strix_gpt *g, const strix_vocab *vocab, const sample_flags *f) {
+static int generate(strix_lm *lm, const strix_vocab *vocab, const sample_flags *f) {
     size_t prompt_len = f->prompt ? strlen(f->prompt) : 0;
     int32_t *hist = malloc((prompt_len + 1) * sizeof *hist);
-    strix_gpt_generator *gen = NULL;
-    strix_status s = hist ? strix_gpt_generator_new(g, &gen)
+    strix_lm_generator *gen = NULL;
+    strix_status s = hist ? strix_lm_generator_new(lm, &gen)
                           : strix_error(STRIX_ERR_ALLOC, "out of memory");
     if (s == STRIX_OK && strcmp(f->window, "reprime") == 0)
-        s = strix_gpt_generator_set_window(gen, STRIX_GPT_WINDOW_REPRIME);
+        s = strix_lm_generator_set_window(gen, STRIX_GPT_WINDOW_REPRIME);
     if (s != STRIX_OK) {
         free(hist);
         return tool_fail(s);
@@ -94,7 +94,7 @@ static int generate(strix_gpt *g, const strix_vocab *vocab, const sample_flags *
         hist[0] = vocab->id_of['\n'] >= 0 ? vocab->id_of['\n'] : 0;
         len = 1;
     }
-    if (s == STRIX_OK && f->tokens > 0) s = strix_gpt_generator_prime(gen, hist, len);
+    if (s == STRIX_OK && f->tokens > 0) s = strix_lm_generator_prime(gen, hist, len);
     if (s == STRIX_OK) fwrite(f->prompt ? f->prompt : "", 1, prompt_len, stdout);
     strix_rng rng;
     strix_rng_seed(&rng, f->seed);
@@ -104,7 +104,7 @@ static int generate(strix_gpt *g, const strix_vocab *vocab, const sample_flags *
     int write_err = 0; /* errno of the first failed write to stdout */
     for (int i = 0; i < f->tokens && s == STRIX_OK; i++) {
         int32_t next;
-        s = strix_gpt_generator_next(gen, &opts, &rng, &next);
+        s = strix_lm_generator_next(gen, &opts, &rng, &next);
         if (s != STRIX_OK) break;
         fputc(vocab->bytes[next], stdout);
         if (tty) fflush(stdout);
@@ -118,7 +118,7 @@ static int generate(strix_gpt *g, const strix_vocab *vocab, const sample_flags *
     if (fflush(stdout) != 0 && !write_err) write_err = errno;
     bool write_failed = ferror(stdout) != 0;
     free(hist);
-    strix_gpt_generator_free(gen);
+    strix_lm_generator_free(gen);
     if (s != STRIX_OK) return tool_fail(s);
     if (write_failed) {
         fprintf(stderr, "strix: cannot write the sample: %s\n",
@@ -156,7 +156,7 @@ int cmd_sample(int argc, char **argv) {
     tool_model m = {0};
     strix_status s = strix_checkpoint_open(f.model, &m.ck);
     if (s == STRIX_OK) s = tool_model_load(&m, backend, f.threads);
-    rc = s == STRIX_OK ? generate(m.g, &strix_checkpoint_info_of(m.ck)->vocab, &f) : tool_fail(s);
+    rc = s == STRIX_OK ? generate(m.lm, &strix_checkpoint_info_of(m.ck)->vocab, &f) : tool_fail(s);
     tool_model_free(&m);
     return rc;
 }

@@ -83,13 +83,13 @@ strix_status tool_model_load(tool_model *m, const char *backend, int threads) {
         snprintf(why, sizeof why, "%s", strix_last_error());
         return strix_error(s, "backend %s: %s", backend, why);
     }
-    STRIX_TRY(strix_gpt_new(m->be, &strix_checkpoint_info_of(m->ck)->model, &m->g));
-    return strix_checkpoint_restore(m->ck, m->g, false);
+    STRIX_TRY(strix_lm_new(m->be, &strix_checkpoint_info_of(m->ck)->model, &m->lm));
+    return strix_checkpoint_restore_lm(m->ck, m->lm, false);
 }
 
 void tool_model_free(tool_model *m) {
-    strix_gpt_free(m->g);
+    strix_lm_free(m->lm);
     strix_backend_free(m->be);
     strix_checkpoint_close(m->ck);
-    m->g = NULL, m->be = NULL, m->ck = NULL;
+    m->lm = NULL, m->be = NULL, m->ck = NULL;
 }

@@ -65,7 +65,7 @@ strix_status tool_backend_init(const char *name, strix_backend **out);
 typedef struct tool_model {
     strix_checkpoint *ck;
     strix_backend *be;
-    strix_gpt *g;
+    strix_lm *lm;             /* the model of any architecture (strix/lm.h) */
 } tool_model;
 
 /* Warns about too many threads (tool_warn_threads), sets the thread count (0 = all), creates

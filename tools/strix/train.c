@@ -1,11 +1,12 @@
 /*
- * train.c - `strix train`: trains a character-level GPT on a text file or directory, evaluates on
+ * train.c - `strix train`: trains a character-level language model of any architecture (--arch:
+ * the GPT or a sequence model of strix/seqlm.h) on a text file or directory, evaluates on
  * the held-out tail, writes resumable checkpoints, and resumes them bit for bit.
  *
  * The step and the loop are the trainer's (strix/train.h: zero_grad, forward, backward,
  * clip_grad_norm - a non-finite norm skips the step, printed here as a warning -, lr =
  * warmup+cosine(step), AdamW with t = step + 1; evaluation and checkpoints every --eval-every
- * steps and at the end), on the GPT adapter (strix/gpt_train.h). This file sets the run up,
+ * steps and at the end), on the LM adapter (strix/lm.h). This file sets the run up,
  * prints the trainer's events, turns Ctrl-C, --time and --stop-after into its stop flag and stop
  * requests, and writes the checkpoints with Ctrl-C held off. Randomness: weights from
  * derive(seed, 1), training batches from a stream seeded derive(seed, 2) whose state is saved in
@@ -36,7 +37,7 @@
 #include "train_metrics.h"
 #include "strix/backend.h"
 #include "strix/checkpoint.h"
-#include "strix/gpt_train.h"
+#include "strix/lm.h"
 #include "strix/train.h"
 #include "tool.h"
 
@@ -46,10 +47,11 @@
 // ---- flags -------------------------------------------------------------------------------------
 
 typedef struct train_flags {
-    const char *data, *out, *resume, *backend, *device, *head_sizes, *metrics, *init_from;
+    const char *data, *out, *resume, *backend, *device, *head_sizes, *metrics, *init_from, *arch;
     int64_t steps;
     double time;
     int d_model, layers, heads, d_ff, block, batch, grad_accum, threads, eval_batches;
+    int hidden, d_state, d_conv, expand;
     float lr, min_lr, weight_decay, clip, dropout;
     int64_t warmup, eval_every, stride, stop_after, log_every, patience, nan_from;
     double save_delay, step_delay;
@@ -59,7 +61,7 @@ typedef struct train_flags {
 } train_flags;
 
 #define BIG 1e300
-#define NSPECS 42
+#define NSPECS 47
 
 /* Fills specs (NSPECS entries) pointing into f. */
 static void train_specs(train_flags *f, arg_spec *s) {
@@ -72,14 +74,26 @@ static void train_specs(train_flags *f, arg_spec *s) {
              "total optimizer steps and LR-schedule horizon (default 2000)"),
         FLAG("time", ARG_DOUBLE, &f->time, 0, BIG, true, "SECONDS",
              "also stop after this many seconds (default: no limit; see below)"),
-        FLAG("d-model", ARG_INT, &f->d_model, 1, 65536, 0, "N", "model width C (default 128)"),
-        FLAG("layers", ARG_INT, &f->layers, 1, 1024, 0, "N", "transformer blocks L (default 4)"),
+        FLAG("arch", ARG_STRING, &f->arch, 0, 0, 0, "NAME",
+             "gpt, rnn, lstm, gru, mamba, rwkv or retnet (default gpt)"),
+        FLAG("d-model", ARG_INT, &f->d_model, 1, 65536, 0, "N",
+             "model (embedding) width C (default 128)"),
+        FLAG("layers", ARG_INT, &f->layers, 1, 1024, 0, "N",
+             "transformer blocks or recurrent layers L (default 4; sequence models 2)"),
         FLAG("heads", ARG_INT, &f->heads, 1, STRIX_GPT_MAX_HEADS, 0, "N",
-             "uniform attention heads; must divide --d-model (default 4)"),
+             "gpt, retnet: heads; must divide --d-model (default 4)"),
+        FLAG("hidden", ARG_INT, &f->hidden, 1, 65536, 0, "N",
+             "rnn, lstm, gru: hidden size H (default --d-model)"),
+        FLAG("d-state", ARG_INT, &f->d_state, 1, 4096, 0, "N",
+             "mamba: SSM state size N (default 16)"),
+        FLAG("d-conv", ARG_INT, &f->d_conv, 1, 64, 0, "N",
+             "mamba: causal convolution taps (default 4)"),
+        FLAG("expand", ARG_INT, &f->expand, 1, 64, 0, "N",
+             "mamba: inner width = N x --d-model (default 2)"),
         FLAG("head-sizes", ARG_STRING, &f->head_sizes, 0, 0, 0, "A,B,..",
              "heterogeneous head sizes summing to --d-model, e.g. 16,16,32 (default: uniform)"),
         FLAG("d-ff", ARG_INT, &f->d_ff, 0, 1 << 24, 0, "N",
-             "MLP hidden size (default 0 = 4 x d-model)"),
+             "gpt: MLP, rwkv: channel-mix, retnet: FFN hidden size (default 0 = 4 x d-model)"),
         FLAG("block", ARG_INT, &f->block, 1, 1 << 20, 0, "T", "context length T (default 64)"),
         FLAG("batch", ARG_INT, &f->batch, 1, 1 << 20, 0, "B",
              "sequences per micro-batch B (default 16)"),
@@ -110,7 +124,7 @@ static void train_specs(train_flags *f, arg_spec *s) {
              "rotary positions instead of learned ones (default off)"),
         FLAG("relu", ARG_SWITCH, &f->relu, 0, 0, 0, NULL, "ReLU MLP instead of GELU (default off)"),
         FLAG("tie", ARG_SWITCH, &f->tie, 0, 0, 0, NULL,
-             "tie the output head to the token embedding (default off)"),
+             "tie the output head to the token embedding (default off; mamba: on)"),
         FLAG("no-bias", ARG_SWITCH, &f->no_bias, 0, 0, 0, NULL,
              "Linear and LayerNorm layers without biases (default: with)"),
         FLAG("dropout", ARG_FLOAT, &f->dropout, 0, 1, 0, "P",
@@ -152,7 +166,8 @@ static void train_specs(train_flags *f, arg_spec *s) {
 static void print_train_help(arg_spec *specs, int n) {
     printf("Usage: strix train [--data PATH] [--out model.safetensors] [flags]\n"
            "\n"
-           "Trains a character-level GPT (bytes are tokens) on PATH: the first (1 - val-fraction)\n"
+           "Trains a character-level language model (bytes are tokens; --arch picks the\n"
+           "architecture, a GPT by default) on PATH: the first (1 - val-fraction)\n"
            "of the text trains, the rest validates. Every --eval-every steps and at the end it\n"
            "prints \"step N: val loss X\" and saves the checkpoint (atomically: a failed run\n"
            "never damages an existing file). Ctrl-C finishes the current step, saves and exits 0;\n"
@@ -230,13 +245,73 @@ static bool parse_head_sizes(const char *text, strix_gpt_config *c) {
     return true;
 }
 
+/* The flags of a GPT's shape (a sequence model has none of them). */
+static bool is_gpt_shape_flag(const char *name) {
+    static const char *gpt_only[] = {"heads", "head-sizes", "d-ff", "rope", "relu", "no-bias",
+                                     "dropout"};
+    for (size_t i = 0; i < sizeof gpt_only / sizeof *gpt_only; i++)
+        if (strcmp(name, gpt_only[i]) == 0) return true;
+    return false;
+}
+
+/* The flags of the sequence models' own fields and the architectures each applies to. */
+typedef struct seq_flag {
+    const char *name;
+    unsigned archs; /* bit (1 << strix_arch) per architecture */
+} seq_flag;
+
+#define ARCH_BIT(a) (1u << (a))
+#define RNN_ARCHS (ARCH_BIT(STRIX_ARCH_RNN) | ARCH_BIT(STRIX_ARCH_LSTM) | ARCH_BIT(STRIX_ARCH_GRU))
+
+static const seq_flag seq_flags[] = {
+    {"hidden", RNN_ARCHS},
+    {"d-state", ARCH_BIT(STRIX_ARCH_MAMBA)},
+    {"d-conv", ARCH_BIT(STRIX_ARCH_MAMBA)},
+    {"expand", ARCH_BIT(STRIX_ARCH_MAMBA)},
+    {"heads", ARCH_BIT(STRIX_ARCH_GPT) | ARCH_BIT(STRIX_ARCH_RETNET)},
+    {"d-ff", ARCH_BIT(STRIX_ARCH_GPT) | ARCH_BIT(STRIX_ARCH_RWKV) | ARCH_BIT(STRIX_ARCH_RETNET)},
+    {"head-sizes", ARCH_BIT(STRIX_ARCH_GPT)},
+    {"rope", ARCH_BIT(STRIX_ARCH_GPT)},
+    {"relu", ARCH_BIT(STRIX_ARCH_GPT)},
+    {"no-bias", ARCH_BIT(STRIX_ARCH_GPT)},
+    {"dropout", ARCH_BIT(STRIX_ARCH_GPT)},
+};
+
+/* A sequence model's value of flag `name` (the fields of strix_seqlm_config it uses); false for
+ * other flags. */
+static bool seq_flag_value(const strix_seqlm_config *q, const char *name, char *buf, size_t cap) {
+    unsigned bit = ARCH_BIT(q->arch);
+    int v;
+    if (strcmp(name, "hidden") == 0 && (bit & RNN_ARCHS)) v = q->hidden;
+    else if (strcmp(name, "d-state") == 0 && q->arch == STRIX_ARCH_MAMBA) v = q->d_state;
+    else if (strcmp(name, "d-conv") == 0 && q->arch == STRIX_ARCH_MAMBA) v = q->d_conv;
+    else if (strcmp(name, "expand") == 0 && q->arch == STRIX_ARCH_MAMBA) v = q->expand;
+    else if (strcmp(name, "heads") == 0 && q->arch == STRIX_ARCH_RETNET) v = q->n_head;
+    else if (strcmp(name, "d-ff") == 0 &&
+             (q->arch == STRIX_ARCH_RWKV || q->arch == STRIX_ARCH_RETNET)) v = q->d_ff;
+    else return false;
+    snprintf(buf, cap, "%d", v);
+    return true;
+}
+
 /* The value a run flag has in the checkpoint, formatted like args_format_value; false for flags
  * that are not part of the run. */
 static bool checkpoint_value(const strix_checkpoint_info *ck, const char *name, char *buf,
                              size_t cap) {
     const strix_train_config *t = &ck->train;
-    const strix_gpt_config *m = &ck->model;
-    if (strcmp(name, "data") == 0) snprintf(buf, cap, "%s", t->data_path);
+    const strix_gpt_config *m = &ck->model.gpt;
+    const strix_seqlm_config *q = &ck->model.seq;
+    bool gpt = ck->model.arch == STRIX_ARCH_GPT;
+    buf[0] = '\0';
+    if (strcmp(name, "arch") == 0) snprintf(buf, cap, "%s", strix_arch_name(ck->model.arch));
+    else if (!gpt && strcmp(name, "d-model") == 0) snprintf(buf, cap, "%d", q->d_model);
+    else if (!gpt && strcmp(name, "layers") == 0) snprintf(buf, cap, "%d", q->n_layer);
+    else if (!gpt && strcmp(name, "block") == 0) snprintf(buf, cap, "%d", q->block_size);
+    else if (!gpt && strcmp(name, "tie") == 0)
+        snprintf(buf, cap, "%s", q->tie_weights ? "on" : "off");
+    else if (!gpt && seq_flag_value(q, name, buf, cap)) {}
+    else if (!gpt && is_gpt_shape_flag(name)) {} /* unset in a sequence model's checkpoint */
+    else if (strcmp(name, "data") == 0) snprintf(buf, cap, "%s", t->data_path);
     else if (strcmp(name, "steps") == 0) snprintf(buf, cap, "%" PRId64, t->steps);
     else if (strcmp(name, "d-model") == 0) snprintf(buf, cap, "%d", m->d_model);
     else if (strcmp(name, "layers") == 0) snprintf(buf, cap, "%d", m->n_layer);
@@ -293,8 +368,8 @@ typedef struct run {
     strix_checkpoint_info info; /* the run's configuration and position */
     strix_corpus corpus;
     strix_backend *be;
-    strix_gpt *gpt;
-    strix_train_model gpt_model; /* the GPT adapter (strix_gpt_train_model) */
+    strix_lm *lm;
+    strix_train_model lm_model; /* the LM adapter (strix_lm_train_model) */
     strix_train_model model;    /* what the trainer sees: the adapter, plus save() below */
     strix_optimizer *opt;
     const char *out;
@@ -330,9 +405,9 @@ typedef struct run {
 static void run_free(run *r) {
     metrics_close(&r->metrics);
     out_lock_release(&r->lock);
-    strix_gpt_train_model_free(&r->gpt_model);
+    strix_lm_train_model_free(&r->lm_model);
     strix_optimizer_free(r->opt);
-    strix_gpt_free(r->gpt);
+    strix_lm_free(r->lm);
     strix_backend_free(r->be);
     strix_corpus_free(&r->corpus);
 }
@@ -392,13 +467,42 @@ static int load_corpus(run *r, const char *path, bool is_default, const char *re
     }
     if (s == STRIX_OK && r->vocab_fixed && encode_with(r, path)) return 1;
     if (s == STRIX_OK) s = strix_corpus_split(&r->corpus, r->info.train.val_fraction);
-    if (s == STRIX_OK) s = strix_corpus_check_block(&r->corpus, r->info.model.block_size);
+    if (s == STRIX_OK) s = strix_corpus_check_block(&r->corpus, strix_lm_config_block(&r->info.model));
     return s == STRIX_OK ? 0 : tool_fail(s);
+}
+
+/* "gpt, 4 layers, d_model 128, 4 heads, block 64" and the like, for the setup line. */
+static void model_shape(const strix_lm_config *c, char *buf, size_t cap) {
+    int L = strix_lm_config_layers(c);
+    size_t k = (size_t)snprintf(buf, cap, "%s, %d layer%s, d_model %d", strix_arch_name(c->arch),
+                                L, L == 1 ? "" : "s", strix_lm_config_d_model(c));
+    const strix_gpt_config *g = &c->gpt;
+    const strix_seqlm_config *q = &c->seq;
+    if (k >= cap) return;
+    switch (c->arch) {
+    case STRIX_ARCH_GPT:
+        k += (size_t)snprintf(buf + k, cap - k, ", %d head%s", g->n_head, g->n_head == 1 ? "" : "s");
+        if (k < cap && g->dropout > 0.0f)
+            k += (size_t)snprintf(buf + k, cap - k, ", dropout %g", (double)g->dropout);
+        break;
+    case STRIX_ARCH_MAMBA:
+        k += (size_t)snprintf(buf + k, cap - k, ", d_state %d, d_conv %d, expand %d", q->d_state,
+                              q->d_conv, q->expand);
+        break;
+    case STRIX_ARCH_RETNET:
+        k += (size_t)snprintf(buf + k, cap - k, ", %d heads", q->n_head);
+        break;
+    case STRIX_ARCH_RWKV:
+        break;
+    default:
+        k += (size_t)snprintf(buf + k, cap - k, ", hidden %d", q->hidden);
+        break;
+    }
+    if (k < cap) snprintf(buf + k, cap - k, ", block %d", strix_lm_config_block(c));
 }
 
 static void print_setup(const run *r, bool resumed) {
     const strix_checkpoint_info *i = &r->info;
-    const strix_gpt_config *m = &i->model;
     const strix_corpus *c = &r->corpus;
     char skipped[160] = "";
     if (r->corpus_is_dir)
@@ -412,13 +516,11 @@ static void print_setup(const run *r, bool resumed) {
            i->train.data_path, c->size, c->n_files, c->n_files == 1 ? "" : "s", skipped,
            c->vocab.size, vocab, strix_corpus_split_size(c, STRIX_SPLIT_TRAIN),
            strix_corpus_split_size(c, STRIX_SPLIT_VAL));
-    char drop[32] = "";
-    if (m->dropout > 0.0f) snprintf(drop, sizeof drop, ", dropout %g", (double)m->dropout);
+    char shape[160];
+    model_shape(&i->model, shape, sizeof shape);
     int nt = strix_get_num_threads();
-    printf("model: %d layer%s, d_model %d, %d head%s, block %d%s, %zu parameters; backend %s, "
-           "%d thread%s\n", m->n_layer, m->n_layer == 1 ? "" : "s", m->d_model, m->n_head,
-           m->n_head == 1 ? "" : "s", m->block_size, drop,
-           strix_gpt_params(r->gpt)->total, strix_backend_name(r->be), nt, nt == 1 ? "" : "s");
+    printf("model: %s, %zu parameters; backend %s, %d thread%s\n", shape,
+           strix_lm_params(r->lm)->total, strix_backend_name(r->be), nt, nt == 1 ? "" : "s");
     if (resumed)
         printf("resuming at step %" PRId64 " of %" PRId64 "\n", i->state.step, i->train.steps);
     fflush(stdout);
@@ -439,7 +541,7 @@ static void clear_progress(const run *r) {
 static double tokens_per_s(const run *r, int64_t step, int64_t first, double elapsed) {
     int accum = r->info.train.grad_accum > 1 ? r->info.train.grad_accum : 1;
     return elapsed > 0 ? (double)(step - first) * accum * r->info.train.batch *
-                             r->info.model.block_size / elapsed
+                             strix_lm_config_block(&r->info.model) / elapsed
                        : 0.0;
 }
 
@@ -480,7 +582,7 @@ static strix_status save(void *ctx, const strix_train_state *state) {
                               .tv_nsec = (long)((r->save_delay - whole) * 1e9)};
         while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {}
     }
-    strix_status s = strix_checkpoint_save(r->out, r->gpt, &r->info);
+    strix_status s = strix_checkpoint_save_lm(r->out, r->lm, &r->info);
     int64_t step = r->info.state.step;
     if (s == STRIX_OK) {
         r->good_path = r->out;
@@ -491,7 +593,7 @@ static strix_status save(void *ctx, const strix_train_state *state) {
     bool scheduled = step % r->info.train.eval_every == 0 || step == r->info.train.steps;
     if (s == STRIX_OK && r->keep_best && r->eval_step == step && scheduled) {
         if (r->info.state.val_loss < r->best_val) {
-            s = strix_checkpoint_save(r->best_path, r->gpt, &r->info);
+            s = strix_checkpoint_save_lm(r->best_path, r->lm, &r->info);
             r->best_val = r->info.state.val_loss;
             r->best_step = step;
             r->evals_since_best = 0;
@@ -586,7 +688,7 @@ static int train_loop(run *r) {
         if (r->keep_best && isfinite(val)) { /* the weights it starts from are the first best */
             out_save_guard guard;
             out_save_begin(&guard);
-            s = strix_checkpoint_save(r->best_path, r->gpt, info);
+            s = strix_checkpoint_save_lm(r->best_path, r->lm, info);
             out_save_end(&guard);
             if (s != STRIX_OK) return tool_fail(s);
             r->best_val = val;
@@ -694,7 +796,7 @@ static int setup_backend(run *r, const train_flags *f, const char *name) {
 static strix_status run_loss_step(void *ctx, int64_t step, int micro, float grad_scale,
                                   float *loss) {
     run *r = ctx;
-    strix_status s = r->gpt_model.loss_step(r->gpt_model.ctx, step, micro, grad_scale, loss);
+    strix_status s = r->lm_model.loss_step(r->lm_model.ctx, step, micro, grad_scale, loss);
     if (r->nan_from > 0 && step + 1 >= r->nan_from) *loss = NAN; /* the testing flag */
     if (r->step_delay > 0) { /* the testing flag: a step long enough to be interrupted in */
         double whole = floor(r->step_delay);
@@ -707,30 +809,31 @@ static strix_status run_loss_step(void *ctx, int64_t step, int micro, float grad
 
 static strix_status run_eval(void *ctx, double *val_loss) {
     run *r = ctx;
-    return r->gpt_model.eval(r->gpt_model.ctx, val_loss);
+    return r->lm_model.eval(r->lm_model.ctx, val_loss);
 }
 
-/* The GPT adapter on the run's corpus and state, the checkpoint writer, and the optimizer. */
+/* The LM adapter on the run's corpus and state, the checkpoint writer, and the optimizer. */
 static int setup_trainer(run *r) {
     const strix_train_config *t = &r->info.train;
     strix_gpt_train_data d = {.batch = t->batch, .corpus = &r->corpus, .state = &r->info.state,
                               .sequential = t->sequential, .eval_batches = t->eval_batches,
                               .eval_seed = strix_seed_derive(t->seed, 3),
                               .dropout_seed = strix_seed_derive(t->seed, 4)};
-    strix_status s = strix_gpt_train_model(r->gpt, &d, &r->gpt_model);
-    if (s == STRIX_OK) s = strix_train_optimizer(r->gpt_model.params, t, &r->opt);
+    strix_status s = strix_lm_train_model(r->lm, &d, &r->lm_model);
+    if (s == STRIX_OK) s = strix_train_optimizer(r->lm_model.params, t, &r->opt);
     if (s != STRIX_OK) return tool_fail(s);
-    r->model = (strix_train_model){.ctx = r, .params = r->gpt_model.params,
+    r->model = (strix_train_model){.ctx = r, .params = r->lm_model.params,
                                    .loss_step = run_loss_step,
-                                   .eval = r->gpt_model.eval ? run_eval : NULL, .save = save};
+                                   .eval = r->lm_model.eval ? run_eval : NULL, .save = save};
     return 0;
 }
 
 /* The model-shape flags given with --init-from must repeat the file's values (exit code 2). */
 static int check_init_flags(const strix_checkpoint_info *ck, const char *file, arg_spec *specs,
                             int n) {
-    static const char *shape[] = {"d-model", "layers", "heads", "head-sizes", "d-ff",
-                                  "block",   "rope",   "relu",  "tie",        "no-bias"};
+    static const char *shape[] = {"arch",  "d-model", "layers",  "heads",  "head-sizes",
+                                  "d-ff",  "block",   "rope",    "relu",   "tie",
+                                  "no-bias", "hidden", "d-state", "d-conv", "expand"};
     for (size_t i = 0; i < sizeof shape / sizeof *shape; i++) {
         arg_spec *a = args_find(specs, n, shape[i]);
         if (!a->seen) continue;
@@ -764,48 +867,101 @@ static int start_new(run *r, train_flags *f, arg_spec *specs, int n) {
     return rc;
 }
 
-static int start_new_from(run *r, train_flags *f, arg_spec *specs, int n,
-                          const strix_checkpoint *init) {
-    strix_checkpoint_info *info = &r->info;
-    strix_gpt_config *m = &info->model;
-    *m = strix_gpt_config_default();
-    m->d_model = f->d_model;
-    m->n_layer = f->layers;
-    m->n_head = f->heads;
-    m->d_ff = f->d_ff;
-    m->block_size = f->block;
-    m->mlp_act = f->relu ? STRIX_ACT_RELU : STRIX_ACT_GELU;
-    m->rope = f->rope;
-    m->tie_weights = f->tie;
-    m->bias = !f->no_bias;
-    m->dropout = f->dropout;
-    if (init) {
-        const strix_checkpoint_info *src = strix_checkpoint_info_of(init);
-        int rc = check_init_flags(src, f->init_from, specs, n);
-        if (rc) return rc;
-        *m = src->model;
-        m->dropout = f->dropout; /* a training setting of the new run, as nanoGPT's (default 0) */
-        info->vocab = src->vocab;
-        r->vocab_fixed = true;
-    } else if (f->head_sizes) {
+static void set_vocab_size(strix_lm_config *c, int V) {
+    if (c->arch == STRIX_ARCH_GPT) c->gpt.vocab_size = V;
+    else c->seq.vocab_size = V;
+}
+
+/* The model of a new run from the flags: --arch and the shape flags that apply to it (one that
+ * does not is a usage error, exit code 2). The vocabulary is a placeholder (256) until the corpus
+ * is read. */
+static int new_model_config(const train_flags *f, arg_spec *specs, int n, strix_lm_config *lc) {
+    strix_arch arch = STRIX_ARCH_GPT;
+    if (f->arch && strix_arch_from_name(f->arch, &arch) != STRIX_OK) {
+        fprintf(stderr, "strix train: --arch: %s\n", strix_last_error());
+        return 2;
+    }
+    for (size_t i = 0; i < sizeof seq_flags / sizeof *seq_flags; i++) {
+        if (!args_find(specs, n, seq_flags[i].name)->seen || (seq_flags[i].archs & ARCH_BIT(arch)))
+            continue;
+        char list[96] = "";
+        for (int a = 0; a < STRIX_ARCH_COUNT; a++)
+            if (seq_flags[i].archs & ARCH_BIT(a))
+                snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s",
+                         list[0] ? ", " : "", strix_arch_name((strix_arch)a));
+        fprintf(stderr, "strix train: --%s applies to --arch %s, not to %s\n", seq_flags[i].name,
+                list, strix_arch_name(arch));
+        return 2;
+    }
+    if (arch != STRIX_ARCH_GPT) {
+        strix_seqlm_config q = strix_seqlm_config_default(arch);
+        q.vocab_size = 256;
+        q.d_model = f->d_model;
+        q.block_size = f->block;
+        if (args_find(specs, n, "layers")->seen) q.n_layer = f->layers;
+        q.hidden = args_find(specs, n, "hidden")->seen ? f->hidden : f->d_model;
+        if (args_find(specs, n, "d-state")->seen) q.d_state = f->d_state;
+        if (args_find(specs, n, "d-conv")->seen) q.d_conv = f->d_conv;
+        if (args_find(specs, n, "expand")->seen) q.expand = f->expand;
+        if (args_find(specs, n, "heads")->seen) q.n_head = f->heads;
+        q.d_ff = f->d_ff;
+        q.tie_weights = q.tie_weights || f->tie;
+        *lc = strix_lm_config_of_seq(&q);
+        return 0;
+    }
+    strix_gpt_config m = strix_gpt_config_default();
+    m.d_model = f->d_model;
+    m.n_layer = f->layers;
+    m.n_head = f->heads;
+    m.d_ff = f->d_ff;
+    m.block_size = f->block;
+    m.mlp_act = f->relu ? STRIX_ACT_RELU : STRIX_ACT_GELU;
+    m.rope = f->rope;
+    m.tie_weights = f->tie;
+    m.bias = !f->no_bias;
+    m.dropout = f->dropout;
+    if (f->head_sizes) {
         if (args_find(specs, n, "heads")->seen) {
             fprintf(stderr, "strix train: give either --heads or --head-sizes, not both\n");
             return 2;
         }
-        if (!parse_head_sizes(f->head_sizes, m)) return 2;
+        if (!parse_head_sizes(f->head_sizes, &m)) return 2;
     }
-    if (!init) m->vocab_size = 256; /* checked with a placeholder until the corpus is read */
-    if (!(m->dropout < 1.0f)) {
+    m.vocab_size = 256;
+    *lc = strix_lm_config_of_gpt(&m);
+    return 0;
+}
+
+static int start_new_from(run *r, train_flags *f, arg_spec *specs, int n,
+                          const strix_checkpoint *init) {
+    strix_checkpoint_info *info = &r->info;
+    strix_lm_config *lc = &info->model;
+    if (init) {
+        const strix_checkpoint_info *src = strix_checkpoint_info_of(init);
+        int rc = check_init_flags(src, f->init_from, specs, n);
+        if (rc) return rc;
+        *lc = src->model;
+        if (lc->arch == STRIX_ARCH_GPT) /* a training setting of the new run, as nanoGPT's */
+            lc->gpt.dropout = f->dropout;
+        info->vocab = src->vocab;
+        r->vocab_fixed = true;
+    } else {
+        int rc = new_model_config(f, specs, n, lc);
+        if (rc) return rc;
+    }
+    if (lc->arch == STRIX_ARCH_GPT && !(lc->gpt.dropout < 1.0f)) {
         fprintf(stderr, "strix train: --dropout must be in [0, 1) (got %g): p = 1 drops "
                         "everything\n",
-                (double)m->dropout);
+                (double)lc->gpt.dropout);
         return 2;
     }
-    if (strix_gpt_config_check(m) != STRIX_OK) {
+    if (strix_lm_config_check(lc) != STRIX_OK) {
         fprintf(stderr, "strix train: %s\n", strix_last_error());
         return 2;
     }
-    if (strncmp(f->backend, "cpu", 3) == 0 && tool_check_memory("train", m, f->batch)) return 2;
+    if (lc->arch == STRIX_ARCH_GPT && strncmp(f->backend, "cpu", 3) == 0 &&
+        tool_check_memory("train", &lc->gpt, f->batch))
+        return 2;
     strix_train_config *t = &info->train;
     t->steps = f->steps;
     t->time_limit = f->time;
@@ -836,7 +992,7 @@ static int start_new_from(run *r, train_flags *f, arg_spec *specs, int n,
                         "have no stride)\n");
         return 2;
     }
-    t->stride = stride_seen ? f->stride : m->block_size; /* --init-from: the file's block */
+    t->stride = stride_seen ? f->stride : strix_lm_config_block(lc); /* --init-from: the file's */
     const char *data = f->data ? f->data : DEFAULT_CORPUS;
     if (strlen(data) >= sizeof r->data_path) {
         fprintf(stderr, "strix train: --data path is too long\n");
@@ -860,7 +1016,7 @@ static int start_new_from(run *r, train_flags *f, arg_spec *specs, int n,
     /* The absolute path, so that --resume finds the corpus from any working directory. */
     out_resolve_path(data, r->data_path, sizeof r->data_path);
     t->data_path = r->data_path;
-    m->vocab_size = r->corpus.vocab.size; /* --init-from: the model's (load_corpus encoded) */
+    set_vocab_size(lc, r->corpus.vocab.size); /* --init-from: the model's (load_corpus encoded) */
     info->vocab = r->corpus.vocab;
     info->state.step = 0;
     info->state.data_rng = strix_seed_derive(f->seed, 2);
@@ -871,9 +1027,9 @@ static int start_new_from(run *r, train_flags *f, arg_spec *specs, int n,
 
     rc = setup_backend(r, f, f->backend);
     if (rc) return rc;
-    strix_status s = strix_gpt_new(r->be, m, &r->gpt);
-    if (s == STRIX_OK && init) s = strix_checkpoint_restore(init, r->gpt, false); /* weights */
-    else if (s == STRIX_OK) s = strix_gpt_init_weights(r->gpt, strix_seed_derive(f->seed, 1));
+    strix_status s = strix_lm_new(r->be, lc, &r->lm);
+    if (s == STRIX_OK && init) s = strix_checkpoint_restore_lm(init, r->lm, false); /* weights */
+    else if (s == STRIX_OK) s = strix_lm_init_weights(r->lm, strix_seed_derive(f->seed, 1));
     if (s != STRIX_OK) return tool_fail(s);
     if (args_find(specs, n, "warmup")->seen && t->warmup > t->steps)
         fprintf(stderr, "strix: warning: --warmup %" PRId64 " exceeds --steps %" PRId64 ": the "
@@ -897,8 +1053,9 @@ static bool best_of_this_run(const strix_checkpoint_info *b, const strix_checkpo
     if (b->state.data_size != me->state.data_size || b->state.data_hash != me->state.data_hash)
         return false;
     char *mb = NULL, *mm = NULL;
-    bool same = strix_gpt_config_to_json(&b->model, &mb) == STRIX_OK &&
-                strix_gpt_config_to_json(&me->model, &mm) == STRIX_OK && strcmp(mb, mm) == 0;
+    bool same = b->model.arch == me->model.arch &&
+                strix_lm_config_to_json(&b->model, &mb) == STRIX_OK &&
+                strix_lm_config_to_json(&me->model, &mm) == STRIX_OK && strcmp(mb, mm) == 0;
     free(mb);
     free(mm);
     const strix_train_config *x = &b->train, *y = &me->train;
@@ -1024,8 +1181,8 @@ static int start_resumed(run *r, train_flags *f, arg_spec *specs, int n) {
                                ? f->backend
                                : r->info.train.backend);
     if (rc == 0) {
-        s = strix_gpt_new(r->be, &r->info.model, &r->gpt);
-        if (s == STRIX_OK) s = strix_checkpoint_restore(ck, r->gpt, true);
+        s = strix_lm_new(r->be, &r->info.model, &r->lm);
+        if (s == STRIX_OK) s = strix_checkpoint_restore_lm(ck, r->lm, true);
         if (s != STRIX_OK) rc = tool_fail(s);
     }
     strix_checkpoint_close(ck);

@@ -1,22 +1,24 @@
 /*
- * train_model.c - the GPT adapter of the trainer (strix/gpt_train.h): batches from a corpus or a
+ * train_model.c - the trainer adapter of every character LM (strix/lm.h, strix/gpt_train.h
+ * for the GPT's shorthand): batches from a corpus or a
  * callback, forward + backward (the loss scaled by the trainer's grad_scale for accumulation) as
  * the loss step (dropout keyed by step and micro-batch), the validation mean in eval mode as the
  * evaluation. Holds the host batch buffers; allocates nothing per step.
  */
 #include <stdlib.h>
 
-#include "strix/gpt_train.h"
+#include "strix/lm.h"
 
-typedef struct gpt_trainee {
-    strix_gpt *g;
+typedef struct lm_trainee {
+    strix_lm *lm;
+    bool own_lm;            /* strix_gpt_train_model's wrapper */
     strix_gpt_train_data d;
     int T;
     int32_t *ids, *targets; /* B·T each */
-} gpt_trainee;
+} lm_trainee;
 
 static strix_status loss_step(void *ctx, int64_t step, int micro, float grad_scale, float *loss) {
-    gpt_trainee *t = ctx;
+    lm_trainee *t = ctx;
     const strix_gpt_train_data *d = &t->d;
     // the micro-batches of a step are drawn in order from the same stream; micro keys dropout
     int B = d->batch, T = t->T;
@@ -31,71 +33,87 @@ static strix_status loss_step(void *ctx, int64_t step, int micro, float grad_sca
     } else {
         STRIX_TRY(d->next(d->user, step, t->ids, t->targets));
     }
-    strix_gpt_set_dropout_key(t->g, strix_seed_derive(strix_seed_derive(d->dropout_seed,
+    strix_lm_set_dropout_key(t->lm, strix_seed_derive(strix_seed_derive(d->dropout_seed,
                                                                         (uint64_t)step),
                                                      (uint64_t)micro));
-    STRIX_TRY(strix_gpt_forward(t->g, t->ids, t->targets, B, T, loss));
-    return strix_gpt_backward_scaled(t->g, grad_scale);
+    STRIX_TRY(strix_lm_forward(t->lm, t->ids, t->targets, B, T, loss));
+    return strix_lm_backward_scaled(t->lm, grad_scale);
 }
 
 static strix_status evaluate(void *ctx, double *val_loss) {
-    gpt_trainee *t = ctx;
+    lm_trainee *t = ctx;
     const strix_gpt_train_data *d = &t->d;
     strix_rng rng;
     strix_rng_seed(&rng, d->eval_seed);
     double sum = 0.0;
-    bool training = strix_gpt_training(t->g);
-    strix_gpt_set_training(t->g, false); /* model.eval(): no dropout in the val loss */
+    bool training = strix_lm_training(t->lm);
+    strix_lm_set_training(t->lm, false); /* model.eval(): no dropout in the val loss */
     strix_status s = STRIX_OK;
     for (int b = 0; b < d->eval_batches && s == STRIX_OK; b++) {
         float l = 0.0f;
         s = strix_corpus_batch_random(d->corpus, STRIX_SPLIT_VAL, &rng, d->batch, t->T, t->ids,
                                       t->targets);
-        if (s == STRIX_OK) s = strix_gpt_forward(t->g, t->ids, t->targets, d->batch, t->T, &l);
+        if (s == STRIX_OK) s = strix_lm_forward(t->lm, t->ids, t->targets, d->batch, t->T, &l);
         sum += l;
     }
-    strix_gpt_set_training(t->g, training);
+    strix_lm_set_training(t->lm, training);
     STRIX_TRY(s);
     *val_loss = sum / d->eval_batches;
     return STRIX_OK;
 }
 
-strix_status strix_gpt_train_model(strix_gpt *g, const strix_gpt_train_data *data,
-                                   strix_train_model *model) {
+strix_status strix_lm_train_model(strix_lm *lm, const strix_gpt_train_data *data,
+                                  strix_train_model *model) {
     *model = (strix_train_model){0};
-    int block = strix_gpt_config_of(g)->block_size;
+    int block = strix_lm_config_block(strix_lm_config_get(lm));
     int T = data->seq_len > 0 ? data->seq_len : block;
     if (data->batch < 1 || T > block || data->eval_batches < 0)
-        return strix_error(STRIX_ERR_ARG, "gpt train: batch %d, seq_len %d (block %d), "
+        return strix_error(STRIX_ERR_ARG, "lm train: batch %d, seq_len %d (block %d), "
                            "eval_batches %d", data->batch, data->seq_len, block,
                            data->eval_batches);
     if (data->corpus ? !data->state : !data->next)
-        return strix_error(STRIX_ERR_ARG, "gpt train: needs a corpus and a state, or a batch "
+        return strix_error(STRIX_ERR_ARG, "lm train: needs a corpus and a state, or a batch "
                            "function");
     if (!data->corpus && data->eval_batches > 0)
-        return strix_error(STRIX_ERR_ARG, "gpt train: evaluation needs a corpus");
-    gpt_trainee *t = calloc(1, sizeof *t);
+        return strix_error(STRIX_ERR_ARG, "lm train: evaluation needs a corpus");
+    lm_trainee *t = calloc(1, sizeof *t);
     size_t n = (size_t)data->batch * (size_t)T;
     if (t) t->ids = malloc(n * sizeof *t->ids);
     if (t) t->targets = malloc(n * sizeof *t->targets);
     if (!t || !t->ids || !t->targets) {
         if (t) free(t->ids);
         free(t);
-        return strix_error(STRIX_ERR_ALLOC, "gpt train: out of memory for a batch of %zu", n);
+        return strix_error(STRIX_ERR_ALLOC, "lm train: out of memory for a batch of %zu", n);
     }
-    t->g = g;
+    t->lm = lm;
     t->d = *data;
     t->T = T;
     model->ctx = t;
-    model->params = strix_gpt_params(g);
+    model->params = strix_lm_params(lm);
     model->loss_step = loss_step;
     model->eval = data->eval_batches > 0 ? evaluate : NULL;
     return STRIX_OK;
 }
 
-void strix_gpt_train_model_free(strix_train_model *model) {
+strix_status strix_gpt_train_model(strix_gpt *g, const strix_gpt_train_data *data,
+                                   strix_train_model *model) {
+    strix_lm *lm;
+    STRIX_TRY(strix_lm_wrap_gpt(g, &lm));
+    strix_status s = strix_lm_train_model(lm, data, model);
+    if (s != STRIX_OK) {
+        strix_lm_free(lm);
+        return s;
+    }
+    ((lm_trainee *)model->ctx)->own_lm = true;
+    return STRIX_OK;
+}
+
+void strix_gpt_train_model_free(strix_train_model *model) { strix_lm_train_model_free(model); }
+
+void strix_lm_train_model_free(strix_train_model *model) {
     if (!model || !model->ctx) return;
-    gpt_trainee *t = model->ctx;
+    lm_trainee *t = model->ctx;
+    if (t->own_lm) strix_lm_free(t->lm);
     free(t->ids);
     free(t->targets);
     free(t);

@@ -1,5 +1,5 @@
 /*
- * checkpoint.c - the GPT training checkpoint: parameters, AdamW moments and the whole run's
+ * checkpoint.c - the training checkpoint of every character LM (strix/lm.h): parameters, AdamW moments and the whole run's
  * configuration and position in one safetensors file, and the weights-only file (parameters,
  * config and vocabulary: metadata "contents" = "weights") read by the same open and restore
  * (layout: strix/checkpoint.h).
@@ -25,7 +25,8 @@
 
 #include "strix/checkpoint.h"
 
-#define FORMAT_NAME "strix-gpt"
+#define FORMAT_NAME "strix-gpt"      /* a GPT */
+#define FORMAT_NAME_LM "strix-lm"    /* any other architecture, named by metadata "arch" */
 #define FORMAT_VERSION "1"
 #define CONTENTS_WEIGHTS "weights" /* metadata "contents" of a weights-only file */
 
@@ -337,18 +338,18 @@ static void meta_put_field(meta_list *m, const meta_field *f, const strix_checkp
 
 /* Writes the parameters of g (and with `info` the AdamW moments and the run) with its config and
  * vocabulary: a full checkpoint, or a weights-only file when info is NULL. */
-static strix_status write_file(const char *path, strix_gpt *g, const strix_vocab *vocab,
+static strix_status write_file(const char *path, strix_lm *lm, const strix_vocab *vocab,
                                const strix_checkpoint_info *info) {
-    const strix_gpt_config *cfg = strix_gpt_config_of(g);
+    const strix_lm_config *cfg = strix_lm_config_get(lm);
     char *model_json = NULL;
-    STRIX_TRY(strix_gpt_config_to_json(cfg, &model_json));
+    STRIX_TRY(strix_lm_config_to_json(cfg, &model_json));
     strix_status s = STRIX_OK;
-    if (vocab->size != cfg->vocab_size)
+    if (vocab->size != strix_lm_config_vocab(cfg))
         s = strix_error(STRIX_ERR_ARG, "checkpoint: vocabulary of %d bytes for a model of %d",
-                        vocab->size, cfg->vocab_size);
+                        vocab->size, strix_lm_config_vocab(cfg));
     if (s != STRIX_OK) { free(model_json); return s; }
 
-    strix_params *ps = strix_gpt_params(g);
+    strix_params *ps = strix_lm_params(lm);
     const int n_roles = info ? 3 : 1; /* parameters, then optim.m and optim.v */
     size_t total = ps->total;
     float *host = malloc(((size_t)n_roles * total + 1) * sizeof(float));
@@ -379,8 +380,10 @@ static strix_status write_file(const char *path, strix_gpt *g, const strix_vocab
         char vocab_hex[513];
         vocab_to_hex(vocab, vocab_hex);
         meta_list m = {.n = 0};
-        meta_put(&m, "format", FORMAT_NAME);
+        bool gpt = cfg->arch == STRIX_ARCH_GPT;
+        meta_put(&m, "format", gpt ? FORMAT_NAME : FORMAT_NAME_LM);
         meta_put(&m, "format_version", FORMAT_VERSION);
+        if (!gpt) meta_put(&m, "arch", strix_arch_name(cfg->arch));
         if (!info) meta_put(&m, "contents", CONTENTS_WEIGHTS);
         meta_put(&m, "config", model_json);
         meta_put(&m, "vocab", vocab_hex);
@@ -397,21 +400,41 @@ static strix_status write_file(const char *path, strix_gpt *g, const strix_vocab
     return s;
 }
 
-strix_status strix_checkpoint_save(const char *path, strix_gpt *g,
-                                   const strix_checkpoint_info *info) {
+strix_status strix_checkpoint_save_lm(const char *path, strix_lm *lm,
+                                      const strix_checkpoint_info *info) {
     char *model_json = NULL, *info_json = NULL;
-    STRIX_TRY(strix_gpt_config_to_json(strix_gpt_config_of(g), &model_json));
-    strix_status s = strix_gpt_config_to_json(&info->model, &info_json);
-    if (s == STRIX_OK && strcmp(model_json, info_json) != 0)
+    STRIX_TRY(strix_lm_config_to_json(strix_lm_config_get(lm), &model_json));
+    strix_status s = strix_lm_config_to_json(&info->model, &info_json);
+    if (s == STRIX_OK && (strcmp(model_json, info_json) != 0 ||
+                          info->model.arch != strix_lm_arch(lm)))
         s = strix_error(STRIX_ERR_ARG, "checkpoint: the info's config differs from the model's");
     free(model_json);
     free(info_json);
-    return s == STRIX_OK ? write_file(path, g, &info->vocab, info) : s;
+    return s == STRIX_OK ? write_file(path, lm, &info->vocab, info) : s;
+}
+
+strix_status strix_checkpoint_save_weights_lm(const char *path, strix_lm *lm,
+                                              const strix_vocab *vocab) {
+    return write_file(path, lm, vocab, NULL);
+}
+
+/* The GPT shorthands: g wrapped in a borrowed strix_lm for the call. */
+strix_status strix_checkpoint_save(const char *path, strix_gpt *g,
+                                   const strix_checkpoint_info *info) {
+    strix_lm *lm;
+    STRIX_TRY(strix_lm_wrap_gpt(g, &lm));
+    strix_status s = strix_checkpoint_save_lm(path, lm, info);
+    strix_lm_free(lm);
+    return s;
 }
 
 strix_status strix_checkpoint_save_weights(const char *path, strix_gpt *g,
                                            const strix_vocab *vocab) {
-    return write_file(path, g, vocab, NULL);
+    strix_lm *lm;
+    STRIX_TRY(strix_lm_wrap_gpt(g, &lm));
+    strix_status s = write_file(path, lm, vocab, NULL);
+    strix_lm_free(lm);
+    return s;
 }
 
 // ---- open --------------------------------------------------------------------------------------
@@ -535,7 +558,8 @@ static void meta_read_field(meta_reader *r, const meta_field *f, strix_checkpoin
 
 static strix_status parse_info(meta_reader *r, strix_checkpoint_info *info) {
     const char *format = strix_safetensors_meta(r->st, "format");
-    if (!format || strcmp(format, FORMAT_NAME) != 0)
+    bool gpt = format && strcmp(format, FORMAT_NAME) == 0;
+    if (!gpt && !(format && strcmp(format, FORMAT_NAME_LM) == 0))
         return strix_error(STRIX_ERR_FORMAT, "'%s' is not a strix checkpoint (format '%.40s')",
                            r->path, format ? format : "none");
     const char *version = meta_get(r, "format_version");
@@ -544,14 +568,22 @@ static strix_status parse_info(meta_reader *r, strix_checkpoint_info *info) {
         return strix_error(STRIX_ERR_FORMAT,
                            "checkpoint '%s' has format version '%.20s'; this strix reads "
                            FORMAT_VERSION, r->path, version);
+    strix_arch arch = STRIX_ARCH_GPT;
+    if (!gpt) {
+        const char *name = meta_get(r, "arch");
+        if (r->s != STRIX_OK) return r->s;
+        if (strix_arch_from_name(name, &arch) != STRIX_OK || arch == STRIX_ARCH_GPT)
+            return strix_error(STRIX_ERR_FORMAT, "checkpoint '%s': metadata 'arch' = '%.40s' is "
+                               "not a sequence architecture of this strix", r->path, name);
+    }
     const char *config = meta_get(r, "config");
     if (r->s != STRIX_OK) return r->s;
-    if (strix_gpt_config_from_json(config, &info->model) != STRIX_OK) {
+    if (strix_lm_config_from_json(arch, config, &info->model) != STRIX_OK) {
         char msg[512];
         snprintf(msg, sizeof msg, "%s", strix_last_error());
         return strix_error(STRIX_ERR_FORMAT, "checkpoint '%s': %s", r->path, msg);
     }
-    if (strix_gpt_config_check(&info->model) != STRIX_OK) {
+    if (strix_lm_config_check(&info->model) != STRIX_OK) {
         char msg[512];
         snprintf(msg, sizeof msg, "%s", strix_last_error());
         return strix_error(STRIX_ERR_FORMAT, "checkpoint '%s' holds an invalid config: %s",
@@ -570,10 +602,10 @@ static strix_status parse_info(meta_reader *r, strix_checkpoint_info *info) {
     if (!ok || strix_vocab_from_bytes(bytes, (int)(len / 2), &info->vocab) != STRIX_OK)
         return strix_error(STRIX_ERR_FORMAT, "checkpoint '%s': metadata 'vocab' is invalid",
                            r->path);
-    if (info->vocab.size != info->model.vocab_size)
+    if (info->vocab.size != strix_lm_config_vocab(&info->model))
         return strix_error(STRIX_ERR_FORMAT,
                            "checkpoint '%s': vocabulary of %d bytes but config vocab_size %d",
-                           r->path, info->vocab.size, info->model.vocab_size);
+                           r->path, info->vocab.size, strix_lm_config_vocab(&info->model));
     const char *contents = strix_safetensors_meta(r->st, "contents");
     if (contents && strcmp(contents, CONTENTS_WEIGHTS) != 0)
         return strix_error(STRIX_ERR_FORMAT, "checkpoint '%s': metadata 'contents' = '%.40s' is "
@@ -658,7 +690,8 @@ strix_status strix_checkpoint_probe(const char *path) {
     const cJSON *format = cJSON_GetObjectItemCaseSensitive(meta, "format");
     if (!cJSON_IsObject(root))
         s = strix_error(STRIX_ERR_FORMAT, "'%s' has no safetensors header", path);
-    else if (!cJSON_IsString(format) || strcmp(format->valuestring, FORMAT_NAME) != 0)
+    else if (!cJSON_IsString(format) || (strcmp(format->valuestring, FORMAT_NAME) != 0 &&
+                                         strcmp(format->valuestring, FORMAT_NAME_LM) != 0))
         s = strix_error(STRIX_ERR_FORMAT, "'%s' is not a strix checkpoint (format '%.40s')",
                         path, cJSON_IsString(format) ? format->valuestring : "none");
     cJSON_Delete(root);
@@ -696,14 +729,17 @@ static const strix_st_tensor *expect_tensor(const strix_checkpoint *ck, const ch
     return t;
 }
 
-strix_status strix_checkpoint_restore(const strix_checkpoint *ck, strix_gpt *g, bool optimizer) {
+strix_status strix_checkpoint_restore_lm(const strix_checkpoint *ck, strix_lm *lm,
+                                         bool optimizer) {
     char *a = NULL, *b = NULL;
+    const strix_lm_config *mine = strix_lm_config_get(lm);
     /* the weights fit any dropout: a fine-tune may change it (the caller decides) */
-    strix_gpt_config theirs = ck->info.model;
-    theirs.dropout = strix_gpt_config_of(g)->dropout;
-    STRIX_TRY(strix_gpt_config_to_json(strix_gpt_config_of(g), &a));
-    strix_status s = strix_gpt_config_to_json(&theirs, &b);
-    if (s == STRIX_OK && strcmp(a, b) != 0)
+    strix_lm_config theirs = ck->info.model;
+    if (theirs.arch == STRIX_ARCH_GPT && mine->arch == STRIX_ARCH_GPT)
+        theirs.gpt.dropout = mine->gpt.dropout;
+    STRIX_TRY(strix_lm_config_to_json(mine, &a));
+    strix_status s = strix_lm_config_to_json(&theirs, &b);
+    if (s == STRIX_OK && (strcmp(a, b) != 0 || theirs.arch != mine->arch))
         s = strix_error(STRIX_ERR_ARG, "checkpoint '%s' was written for another model config",
                         ck->path);
     free(a);
@@ -714,7 +750,7 @@ strix_status strix_checkpoint_restore(const strix_checkpoint *ck, strix_gpt *g, 
         return strix_error(STRIX_ERR_FORMAT, "'%s' is a weights-only file (no optimizer state "
                            "and no run): it cannot be resumed, only sampled, explained or "
                            "trained from anew", ck->path);
-    strix_params *ps = strix_gpt_params(g);
+    strix_params *ps = strix_lm_params(lm);
     static const char *prefix[3] = {"", "optim.m.", "optim.v."};
     const int n_roles = ck->info.weights_only ? 1 : 3;
     int stored = 0;
@@ -743,6 +779,14 @@ strix_status strix_checkpoint_restore(const strix_checkpoint *ck, strix_gpt *g, 
                                  STRIX_COPY_H2D));
         }
     return STRIX_OK;
+}
+
+strix_status strix_checkpoint_restore(const strix_checkpoint *ck, strix_gpt *g, bool optimizer) {
+    strix_lm *lm;
+    STRIX_TRY(strix_lm_wrap_gpt(g, &lm));
+    strix_status s = strix_checkpoint_restore_lm(ck, lm, optimizer);
+    strix_lm_free(lm);
+    return s;
 }
 
 void strix_checkpoint_close(strix_checkpoint *ck) {
