@@ -104,7 +104,8 @@ static float *decode_steps(strix_backend *be, strix_module *m, const float *xh, 
     OK(strix_module_state_new(m, &st));
     float *out = malloc(B * T * C * sizeof(float)), *step = malloc(B * C * sizeof(float));
     for (size_t t = 0; t < T; t++) {
-        for (size_t b = 0; b < B; b++) memcpy(step + b * C, xh + (b * T + t) * C, C * sizeof(float));
+        for (size_t b = 0; b < B; b++)
+            memcpy(step + b * C, xh + (b * T + t) * C, C * sizeof(float));
         int64_t shape[3] = {(int64_t)B, 1, (int64_t)C};
         strix_tensor xs = tensor_from_host(be, 3, shape, step);
         strix_module_io io = strix_module_io_of(&xs);

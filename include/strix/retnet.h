@@ -9,7 +9,7 @@
  *   xn = RMSNorm_1(x)                                   retention_layer_norm (weight, eps)
  *   q = xn·W_qᵀ, k = xn·W_kᵀ·d_k^(-1/2), v = xn·W_vᵀ, g = xn·W_gᵀ     (no biases; heads h < H of
  *       key size d_k = C/H and value size d_v = V/H, V = value_dim)
- *   q̃_t = c_{h,t}·Θ_t q_t, k̃_t = Θ_t k_t                Θ_t: torchscale's theta_shift, rotation of
+ *   q̃_t = c_{h,t}·Θ_t q_t, k̃_t = Θ_t k_t             Θ_t: torchscale's theta_shift, rotation of
  *       the pairs (2i, 2i+1) by t·θ_i, θ_i = 10000^(−i/(d_k/2 − 1)) (torch.linspace(0, 1, d_k/2));
  *       c_{h,t} = (Σ_{s<=t} γ_h^s)^(−1/2)  (torchscale's mask / sqrt(mask.sum(-1)) and its
  *       recurrent `scale`)
@@ -42,9 +42,11 @@
  *              runs its x in chunks of cfg.chunk_size (1 step chunks for a (B,1,C) decode step,
  *              O(1) in the position) from the state and leaves the state at the end of x.
  * They agree to rounding, not bit for bit: the sums are associated differently (the parallel
- * form sums Σ_u in one GEMM, the others split it at chunk edges). T calls of forward_ex with
- * (B,1,C) slices on one state equal T / chunk-size calls with chunk_size 1 bit for bit (the
- * same operations in the same order).
+ * form sums Σ_u in one GEMM, the others split it at chunk edges; tests/test_retnet.c measures
+ * 2.4e-7 on values of order 1). T calls of forward_ex with (B,1,C) slices on one state give the
+ * bits of the RECURRENT form on the whole x (the same operations in the same order) on a
+ * backend whose GEMM gives the same bits for any row count (the own GEMM of "cpu"); with a BLAS
+ * GEMM ("cpu-blas"), whose blocking follows the problem's shape, they agree to rounding.
  *
  * Parameters (torchscale's DecoderLayer names under `<prefix>.`, so a state dict of torchscale's
  * RetNetDecoder loads unchanged with prefix "layers.<i>"; weights (out, in) as nn.Linear):
@@ -58,11 +60,23 @@
  * Module contracts as strix/nn.h: forward keeps a pointer to x (leave it unchanged until
  * backward); backward(dy) sets dx (`=`) and adds every parameter gradient (`+=`, none for a
  * frozen parameter); outputs are the module's buffers, valid until its next call of that kind.
+ * Statuses: forward STRIX_ERR_SHAPE for an x that is not (B,T,C) with B, T >= 1; backward
+ * STRIX_ERR_ARG before any forward, STRIX_ERR_UNSUPPORTED after a non-parallel one,
+ * STRIX_ERR_SHAPE for a dy of another shape than y; forward_ex STRIX_ERR_UNSUPPORTED for ids, a
+ * mask or more than one input, STRIX_ERR_ARG for a state of another module, STRIX_ERR_SHAPE for
+ * an x whose batch differs from the state's (fixed by its first call); STRIX_ERR_ALLOC. The
+ * layer has no train/eval difference (no dropout). General form: forward_ex with in[0] = x and
+ * no state is the parallel forward; with io.state (strix_module_state_new: the zero state) it
+ * continues the sequence and sets out[0] = y (n_out 1); backward_ex/relevance_ex are the
+ * one-tensor calls.
  * All computation is backend primitives (GEMMs, permute_0213, rope_rotate, rms_norm, elementwise,
  * copy_2d, the lrp_* rules); nothing dereferences tensor data on the host.
  *
  * Relevance (LRP, of the last parallel forward, rule m->rule: kind EPSILON, epsilon
- * rule.epsilon; the layer norms by rule.layer_norm_detach_std as strix/layers.h's RMSNorm):
+ * rule.epsilon, other kinds STRIX_ERR_UNSUPPORTED; STRIX_ERR_ARG before any forward,
+ * STRIX_ERR_UNSUPPORTED after a chunkwise/recurrent/stateful one, STRIX_ERR_SHAPE for an r_out
+ * of another shape than y; the layer norms by rule.layer_norm_detach_std as strix/layers.h's
+ * RMSNorm):
  *   residual sums: the epsilon split (lrp_residual_split); fc2, out_proj and the q/k/v/gate/fc1
  *   projections: the epsilon rule (lrp_linear, bias-free: z = the output); the FFN's
  *   gelu(fc1)·gate product: the bilinear rule, half to each factor (lrp_bilinear_elementwise;
@@ -96,10 +110,11 @@ typedef struct strix_retnet_config {
                          * torchscale uses it only for drop-path) */
 } strix_retnet_config;
 
-/* torchscale's RetNetConfig ratios for d_model C and H heads: value_dim = 2·C (torchscale's 1280
- * for 768 is 5/3·C; 2·C keeps V % H == 0 for any H dividing C), ffn_dim = 2·C (1280 / 768
- * rounded likewise), norm_eps 1e-6, chunk_size 64 (torchscale's 512 is for long documents),
- * layer_index 0. */
+/* Defaults for d_model C and H heads: value_dim = 2·C and ffn_dim = 2·C, the paper's sizes
+ * (Sun et al. 2023, Sec. 2.2/3.1: d_v = 2d, FFN 2d; torchscale's RetNetConfig defaults 1280 for
+ * 768 are 5/3·C, and 2·C keeps V % H == 0 for any H dividing C), norm_eps 1e-6 (RetNetConfig's
+ * layernorm_eps), chunk_size 64 (RetNetConfig's recurrent_chunk_size 512 is for long
+ * documents), layer_index 0. */
 STRIX_API strix_retnet_config strix_retnet_config_default(int d_model, int n_head);
 
 /* The three forms of strix_retnet_block_forward_form (above). */

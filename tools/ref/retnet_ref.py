@@ -68,7 +68,7 @@ def build():
         for name, p in dec.named_parameters():
             if any(k in name for k in ("q_proj", "k_proj", "v_proj")):
                 p.mul_(WEIGHT_SCALE)
-            elif name.endswith("layer_norm.weight"):  # RMSNorm weights start at ones: give them values that show up in the grads
+            elif name.endswith("layer_norm.weight"):  # ones at init: values the grads show
                 p.copy_(1.0 + 0.3 * torch.randn(p.shape))
     return args, dec
 
