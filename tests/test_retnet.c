@@ -32,6 +32,7 @@
 #include "strix/layers.h"
 #include "strix/loss.h"
 #include "strix/retnet.h"
+#include "strix/safetensors.h"
 #include "strix/state_dict.h"
 
 #define GOLD_ATOL 1e-5
@@ -169,6 +170,21 @@ static void test_golden_block(void **state) {
     tl_golden_free(&gc);
 }
 
+/* Whether tensor `name` of sf holds want[0..n) within atol (0: bit for bit). */
+static bool safetensors_matches(const strix_safetensors *sf, const char *name, const float *want,
+                                size_t n, double atol) {
+    const strix_st_tensor *t = strix_safetensors_find(sf, name);
+    if (!t || (size_t)strix_st_numel(t) != n) {
+        fprintf(stderr, "%s: missing or of another size\n", name);
+        return false;
+    }
+    float got[64];
+    assert_true(n <= 64);
+    assert_int_equal(strix_safetensors_to_f32(sf, t, got, 64), STRIX_OK);
+    return atol == 0.0 ? tl_check_bits(name, got, want, n)
+                       : tl_check_close(name, got, want, n, atol, 0.0);
+}
+
 // ---- 2. the decoder as a character LM ----------------------------------------------------------
 
 typedef struct lm {
@@ -282,7 +298,7 @@ static void test_golden_lm(void **state) {
                           n * GVOCAB, GOLD_ATOL, GOLD_RTOL) ? 0 : 1;
     free(rec);
     for (int l = 0; l < GL; l++) strix_module_state_free(L.layers[l], st[l]);
-    // torchscale's state dict: its rel-pos buffers are not parameters (non-strict load)
+    // torchscale's state dict: its rel-pos buffers are not parameters (non-strict load) ...
     lm L2;
     lm_build(&L2, be);
     OK(strix_state_dict_load(&L2.ps, "tests/golden/retnet/lm_torch.st", false));
@@ -290,6 +306,15 @@ static void test_golden_lm(void **state) {
     bad += same_as(be, &gf, "logits", logits);
     assert_int_equal(strix_state_dict_load(&L2.ps, "tests/golden/retnet/lm_torch.st", true),
                      STRIX_ERR_FORMAT); // strict: retnet_rel_pos.angle/decay are unexpected
+    // ... and are strix_retnet_rel_pos_values
+    strix_safetensors *sf;
+    OK(strix_safetensors_read("tests/golden/retnet/lm_torch.st", &sf));
+    strix_retnet_config cfg = golden_config();
+    float angle[GC / GH], decay[GH];
+    OK(strix_retnet_rel_pos_values(&cfg, angle, decay));
+    bad += safetensors_matches(sf, "retnet_rel_pos.angle", angle, GC / GH, 0.0) ? 0 : 1;
+    bad += safetensors_matches(sf, "retnet_rel_pos.decay", decay, GH, 0.0) ? 0 : 1;
+    strix_safetensors_free(sf);
     if (bad) fail_msg("%d arrays differ from torchscale", bad);
     lm_free(&L2);
     strix_loss_workspace_free(&ws);

@@ -100,7 +100,7 @@ extern "C" {
 
 typedef struct strix_retnet_config {
     int d_model;        /* C, decoder_embed_dim */
-    int n_head;         /* H, decoder_retention_heads; C % H == 0, (C/H) even */
+    int n_head;         /* H, decoder_retention_heads, 1..64; C % H == 0, (C/H) even */
     int value_dim;      /* V, decoder_value_embed_dim; V % H == 0 */
     int ffn_dim;        /* F, decoder_ffn_embed_dim */
     float norm_eps;     /* layernorm_eps of the three RMSNorms (torchscale's RetNetConfig: 1e-6) */
@@ -145,6 +145,15 @@ STRIX_API strix_status strix_retnet_block_init(strix_module *m, uint64_t seed);
 STRIX_API strix_status strix_retnet_block_forward_form(strix_module *m, const strix_tensor *x,
                                                        strix_retnet_form form,
                                                        const strix_tensor **y);
+
+/* The values of torchscale's RetNetDecoder buffers for this config, computed on the host as
+ * torchscale does in float: angle (d_k = C/H floats, `retnet_rel_pos.angle`) = θ_i repeated for
+ * both members of pair i, θ_i = 1/10000^(linspace(0, 1, d_k/2)[i]); decay (H floats,
+ * `retnet_rel_pos.decay`) = log(1 − 2^(−5−h)). A wrapper that declares them as buffers
+ * (strix_params_add_buffer) loads torchscale's state dict strictly. Either pointer may be NULL.
+ * STRIX_ERR_ARG for a config strix_retnet_block_new refuses. */
+STRIX_API strix_status strix_retnet_rel_pos_values(const strix_retnet_config *cfg, float *angle,
+                                                   float *decay);
 
 /* The decoding state of a layer's strix_module_state (strix_module_state_new): the position
  * reached (steps consumed so far) and its batch size (0 before the first call). -1 for a state

@@ -78,6 +78,7 @@ typedef struct retnet_state {
 } retnet_state;
 
 static const strix_module_i retnet_vt;
+static float rope_theta(size_t i, size_t half);
 
 strix_retnet_config strix_retnet_config_default(int d_model, int n_head) {
     strix_retnet_config c = {.d_model = d_model, .n_head = n_head, .value_dim = 2 * d_model,
@@ -184,8 +185,7 @@ static strix_status rope_for(strix_retnet *m, size_t p0, size_t n, const rope_se
     for (size_t t = 0; t < n; t++) {
         double pos = (double)(p0 + t);
         for (size_t i = 0; i < half; i++) {
-            float lin = half > 1 ? (float)((double)i / (double)(half - 1)) : 0.0f;
-            float theta = (float)(1.0 / (double)powf(10000.0f, lin));
+            float theta = rope_theta(i, half);
             float arg = (float)pos * theta;
             float c = (float)cos((double)arg), s = (float)sin((double)arg);
             kc[t * half + i] = scaling * c;
@@ -709,10 +709,7 @@ static strix_status add_linear(strix_params *ps, const char *prefix, const char 
     return STRIX_OK;
 }
 
-strix_status strix_retnet_block_new(strix_params *ps, const char *prefix,
-                                    const strix_retnet_config *cfg, strix_module **out) {
-    *out = NULL;
-    const strix_retnet_config *c = cfg;
+static strix_status check_config(const strix_retnet_config *c, const char *prefix) {
     if (c->d_model < 1 || c->n_head < 1 || c->n_head > 64 || c->value_dim < 1 ||
         c->ffn_dim < 1 || c->d_model % c->n_head || (c->d_model / c->n_head) % 2 ||
         c->value_dim % c->n_head || !(c->norm_eps > 0.0f) || c->chunk_size < 1)
@@ -720,6 +717,32 @@ strix_status strix_retnet_block_new(strix_params *ps, const char *prefix,
                            "and value_dim %d, even key size), ffn_dim %d, norm_eps %g, "
                            "chunk_size %d", WHO, prefix ? prefix : "", c->d_model, c->n_head,
                            c->value_dim, c->ffn_dim, (double)c->norm_eps, c->chunk_size);
+    return STRIX_OK;
+}
+
+/* θ_i of pair i < half, in float as torchscale: 1 / 10000^linspace(0, 1, half)[i]. */
+static float rope_theta(size_t i, size_t half) {
+    float lin = half > 1 ? (float)((double)i / (double)(half - 1)) : 0.0f;
+    return (float)(1.0 / (double)powf(10000.0f, lin));
+}
+
+strix_status strix_retnet_rel_pos_values(const strix_retnet_config *cfg, float *angle,
+                                         float *decay) {
+    STRIX_TRY(check_config(cfg, "rel_pos"));
+    size_t half = (size_t)(cfg->d_model / cfg->n_head) / 2;
+    if (angle)
+        for (size_t i = 0; i < half; i++) angle[2 * i] = angle[2 * i + 1] = rope_theta(i, half);
+    if (decay)
+        for (int h = 0; h < cfg->n_head; h++)
+            decay[h] = logf((float)(1.0 - ldexp(1.0, -5 - h)));
+    return STRIX_OK;
+}
+
+strix_status strix_retnet_block_new(strix_params *ps, const char *prefix,
+                                    const strix_retnet_config *cfg, strix_module **out) {
+    *out = NULL;
+    const strix_retnet_config *c = cfg;
+    STRIX_TRY(check_config(c, prefix));
     strix_retnet *m = NULL;
     NN_CALLOC_WITH_WORK(m);
     if (!m) return NN_ALLOC_FAIL(WHO);
