@@ -13,7 +13,8 @@
  *  3. parallel = chunkwise = recurrent on T 23 (chunks of 5 and 1) to rounding (1e-5 abs +
  *     1e-4 rel); decode steps on a state equal the recurrent form bit for bit; a state split
  *     7 + 16 equals one chunked pass of 23 to rounding; the state position and batch checks;
- *  4. finite differences of the input and every parameter (parallel form);
+ *  4. finite differences of the input and every parameter (parallel form); 1 and 2 threads give
+ *     the same bits;
  *  5. names, shapes, decay flags and the init distributions of strix_retnet_block_init;
  *  6. relevance: conservation (the gap bounded), relevance at the last step reaching t = 0,
  *     and the golden of tools/ref/retnet_lrp_ref.py (when present);
@@ -444,6 +445,43 @@ static void test_finite_differences(void **state) {
     release(&b);
 }
 
+/* 1 and 2 threads: the same bits for y, dx and every gradient (every primitive's sums have a
+ * fixed order). */
+static void test_threads_bit_identical(void **state) {
+    strix_backend *be = *state;
+    enum { B = 2, T = 40, C = 16 };
+    built b;
+    begin(&b, be);
+    strix_retnet_config cfg = strix_retnet_config_default(C, 2);
+    OK(strix_retnet_block_new(&b.ps, "blk", &cfg, &b.m));
+    OK(strix_params_alloc(&b.ps));
+    OK(strix_retnet_block_init(b.m, 21));
+    float xh[B * T * C];
+    tl_fill_uniform(xh, B * T * C, 8, -1.0f, 1.0f);
+    int64_t shape[3] = {B, T, C};
+    strix_tensor x = tensor_from_host(be, 3, shape, xh);
+    float *out[2][3];
+    int saved = strix_get_num_threads();
+    for (int k = 0; k < 2; k++) {
+        strix_set_num_threads(k + 1);
+        const strix_tensor *y, *dx;
+        OK(strix_module_forward(b.m, &x, &y));
+        OK(strix_params_zero_grad(&b.ps));
+        OK(strix_module_backward(b.m, &x, &dx)); // dy = x: any fixed tensor of y's shape
+        out[k][0] = from_backend(be, y->data, B * T * C);
+        out[k][1] = from_backend(be, dx->data, B * T * C);
+        out[k][2] = from_backend(be, b.ps.grad, b.ps.total);
+    }
+    strix_set_num_threads(saved);
+    assert_true(tl_check_bits("y, 1 vs 2 threads", out[0][0], out[1][0], B * T * C));
+    assert_true(tl_check_bits("dx, 1 vs 2 threads", out[0][1], out[1][1], B * T * C));
+    assert_true(tl_check_bits("grads, 1 vs 2 threads", out[0][2], out[1][2], b.ps.total));
+    for (int k = 0; k < 2; k++)
+        for (int i = 0; i < 3; i++) free(out[k][i]);
+    strix_tensor_free(&x);
+    release(&b);
+}
+
 // ---- 5. names and init -------------------------------------------------------------------------
 
 static void test_names_and_init(void **state) {
@@ -663,7 +701,7 @@ int main(void) {
         BACKEND_TEST(test_forms_agree),    BACKEND_TEST(test_finite_differences),
         BACKEND_TEST(test_names_and_init), BACKEND_TEST(test_errors),
         BACKEND_TEST(test_lrp_golden),     BACKEND_TEST(test_lrp_conservation_and_reach),
-        BACKEND_TEST(test_lrp_errors),
+        BACKEND_TEST(test_lrp_errors),     BACKEND_TEST(test_threads_bit_identical),
     };
     return run_on_each_backend("retnet", tests, sizeof tests / sizeof tests[0]) ? 1 : 0;
 }
