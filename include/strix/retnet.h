@@ -111,7 +111,7 @@ typedef struct strix_retnet_config {
 } strix_retnet_config;
 
 /* Defaults for d_model C and H heads: value_dim = 2·C and ffn_dim = 2·C, the paper's sizes
- * (Sun et al. 2023, Sec. 2.2/3.1: d_v = 2d, FFN 2d; torchscale's RetNetConfig defaults 1280 for
+ * (Sun et al. 2023's parameter allocation: W_V, W_G d×2d, FFN 2d; torchscale's defaults 1280 for
  * 768 are 5/3·C, and 2·C keeps V % H == 0 for any H dividing C), norm_eps 1e-6 (RetNetConfig's
  * layernorm_eps), chunk_size 64 (RetNetConfig's recurrent_chunk_size 512 is for long
  * documents), layer_index 0. */
@@ -140,8 +140,11 @@ STRIX_API strix_status strix_retnet_block_new(strix_params *ps, const char *pref
 STRIX_API strix_status strix_retnet_block_init(strix_module *m, uint64_t seed);
 
 /* y = layer(x) in the given form from the zero state, x (B,T,C) with B, T >= 1, y (B,T,C) owned
- * by the module. Backward and relevance need the PARALLEL form (strix_module_forward); after
- * another form they return STRIX_ERR_UNSUPPORTED. STRIX_ERR_SHAPE for another x. */
+ * by the module: PARALLEL is strix_module_forward, CHUNKWISE runs chunks of cfg.chunk_size
+ * steps, RECURRENT one step at a time (chunks of 1), both on a scratch state of the module.
+ * Backward and relevance need the PARALLEL form; after another form they return
+ * STRIX_ERR_UNSUPPORTED. STRIX_ERR_SHAPE for another x, STRIX_ERR_ARG for an unknown form or a
+ * module that is not a RetNet layer, STRIX_ERR_ALLOC. */
 STRIX_API strix_status strix_retnet_block_forward_form(strix_module *m, const strix_tensor *x,
                                                        strix_retnet_form form,
                                                        const strix_tensor **y);
@@ -155,9 +158,9 @@ STRIX_API strix_status strix_retnet_block_forward_form(strix_module *m, const st
 STRIX_API strix_status strix_retnet_rel_pos_values(const strix_retnet_config *cfg, float *angle,
                                                    float *decay);
 
-/* The decoding state of a layer's strix_module_state (strix_module_state_new): the position
- * reached (steps consumed so far) and its batch size (0 before the first call). -1 for a state
- * made by another kind of module. */
+/* The position a layer's decoding state (strix_module_state_new on a RetNet layer) has reached:
+ * the number of steps its forward_ex calls consumed (0 when fresh). The state holds S (B,H,d_k,
+ * d_v), the batch B fixed by its first call. -1 for NULL or a state of another kind of module. */
 STRIX_API long long strix_retnet_state_position(const strix_module_state *st);
 
 #ifdef __cplusplus
