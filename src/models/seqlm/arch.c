@@ -3,8 +3,11 @@
  * stacks between embedding and norm, and its special inits. Adding an architecture is one entry
  * here (and its module in src/nn).
  */
+#include <stdio.h>
+
 #include "seqlm_internal.h"
 #include "strix/recurrent.h"
+#include "strix/retnet.h"
 
 // ---- RNN, LSTM, GRU: one torch.nn recurrent module of n_layer layers ---------------------------
 
@@ -29,12 +32,67 @@ static strix_status rnn_build(strix_seqlm *m) {
 
 #define RNN_ENTRY(a) \
     {.arch = (a), .embed = "encoder", .norm = "norm", .head = "decoder", .embed_std = 1.0f, \
-     .rms_norm = false, .head_bias = true, .check = rnn_check, .build = rnn_build, .init = NULL}
+     .rms_norm = false, .norm_eps = 1e-5f, .head_bias = true, .check = rnn_check, \
+     .build = rnn_build, .init = NULL}
+
+/* Each block's prefix: "<stem>.<layer>". */
+static void block_prefix(char *buf, size_t cap, const char *stem, int layer) {
+    snprintf(buf, cap, "%s.%d", stem, layer);
+}
+
+/* Runs init(block, derive(seed, layer)) over the blocks. */
+static strix_status init_blocks(strix_seqlm *m, uint64_t seed,
+                                strix_status (*init)(strix_module *, uint64_t)) {
+    for (int i = 0; i < m->n_blocks; i++)
+        STRIX_TRY(init(m->blocks[i], strix_seed_derive(seed, (uint64_t)i)));
+    return STRIX_OK;
+}
+
+// ---- RetNet: torchscale's RetNetDecoder layers -------------------------------------------------
+
+/* The layer config of the LM's: value_dim 2·C (the paper's), ffn d_ff (0: 2·C). */
+static strix_retnet_config retnet_layer(const strix_seqlm_config *c, int layer) {
+    strix_retnet_config r = strix_retnet_config_default(c->d_model, c->n_head);
+    if (c->d_ff > 0) r.ffn_dim = c->d_ff;
+    r.layer_index = layer;
+    return r;
+}
+
+static strix_status retnet_check(const strix_seqlm_config *c) {
+    if (c->n_head < 1 || c->n_head > 64 || c->d_model % c->n_head != 0 ||
+        (c->d_model / c->n_head) % 2 != 0)
+        return strix_error(STRIX_ERR_ARG, "seqlm: retnet needs heads (%d) in [1, 64] dividing "
+                           "d_model (%d) into even head sizes", c->n_head, c->d_model);
+    if (c->d_ff < 0) return strix_error(STRIX_ERR_ARG, "seqlm: d_ff %d < 0", c->d_ff);
+    return STRIX_OK;
+}
+
+static strix_status retnet_build(strix_seqlm *m) {
+    for (int l = 0; l < m->cfg.n_layer; l++) {
+        char prefix[32];
+        block_prefix(prefix, sizeof prefix, "layers", l);
+        strix_retnet_config r = retnet_layer(&m->cfg, l);
+        STRIX_TRY(strix_retnet_block_new(&m->params, prefix, &r, &m->blocks[m->n_blocks]));
+        m->n_blocks++;
+    }
+    m->out_dim = m->cfg.d_model;
+    return STRIX_OK;
+}
+
+static strix_status retnet_init(strix_seqlm *m, uint64_t seed) {
+    return init_blocks(m, seed, strix_retnet_block_init);
+}
 
 static const seqlm_arch archs[] = {
     RNN_ENTRY(STRIX_ARCH_RNN),
     RNN_ENTRY(STRIX_ARCH_LSTM),
     RNN_ENTRY(STRIX_ARCH_GRU),
+    /* torchscale's RetNetDecoder: embed_tokens (no embedding scale), layers.<i>, the final
+     * RMSNorm layer_norm (eps 1e-6), output_projection N(0, d^-1/2) without bias */
+    {.arch = STRIX_ARCH_RETNET, .embed = "embed_tokens", .norm = "layer_norm",
+     .head = "output_projection", .embed_std = 1.0f, .rms_norm = true, .norm_eps = 1e-6f,
+     .head_bias = false, .head_std_scale = 1.0f, .check = retnet_check, .build = retnet_build,
+     .init = retnet_init},
 };
 
 const seqlm_arch *seqlm_arch_of(strix_arch a) {

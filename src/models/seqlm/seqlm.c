@@ -70,11 +70,11 @@ static strix_status build(strix_seqlm *m) {
     STRIX_TRY(a->build(m));
     if (a->rms_norm) {
         strix_rmsnorm *n;
-        STRIX_TRY(strix_rmsnorm_new(ps, a->norm, m->out_dim, 1e-5f, true, &n));
+        STRIX_TRY(strix_rmsnorm_new(ps, a->norm, m->out_dim, a->norm_eps, true, &n));
         m->norm = &n->base;
     } else {
         strix_layernorm *n;
-        STRIX_TRY(strix_layernorm_new(ps, a->norm, m->out_dim, true, 1e-5f, &n));
+        STRIX_TRY(strix_layernorm_new(ps, a->norm, m->out_dim, true, a->norm_eps, &n));
         m->norm = &n->base;
     }
     if (c->tie_weights && m->out_dim != c->d_model)
@@ -83,6 +83,9 @@ static strix_status build(strix_seqlm *m) {
     if (c->tie_weights) /* one weight: the head reads the embedding's table */
         STRIX_TRY(strix_linear_new(ps, a->head, m->out_dim, c->vocab_size, a->head_bias, 0.0f,
                                    m->emb->weight, &m->head));
+    else if (a->head_std_scale > 0.0f)
+        STRIX_TRY(strix_linear_new(ps, a->head, m->out_dim, c->vocab_size, a->head_bias,
+                                   a->head_std_scale / sqrtf((float)m->out_dim), NULL, &m->head));
     else
         STRIX_TRY(strix_linear_new_default(ps, a->head, m->out_dim, c->vocab_size, a->head_bias,
                                            &m->head));

@@ -17,7 +17,10 @@ typedef struct seqlm_arch {
     const char *embed, *norm, *head; /* parameter prefixes */
     float embed_std;                 /* N(0, std) of the embedding */
     bool rms_norm;                   /* final norm: RMSNorm (no bias) instead of LayerNorm */
+    float norm_eps;
     bool head_bias;
+    float head_std_scale;            /* > 0: head weight N(0, scale/sqrt(out_dim)); 0: nn.Linear's
+                                      * default U(±1/sqrt(out_dim)) */
     /* Validates the fields this architecture uses (the shared ones are checked already). */
     strix_status (*check)(const strix_seqlm_config *c);
     /* Declares and builds the blocks (m->blocks, m->n_blocks) and sets m->out_dim. */
