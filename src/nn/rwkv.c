@@ -47,8 +47,9 @@ static void work_free(struct strix_rwkv_work *w) {
 
 static void vt_destroy(strix_module *mod) {
     strix_rwkv_block *m = (strix_rwkv_block *)mod;
-    strix_module_free(&m->pre_ln->base), strix_module_free(&m->ln1->base);
-    strix_module_free(&m->ln2->base);
+    strix_layernorm *lns[] = {m->pre_ln, m->ln1, m->ln2};
+    for (size_t k = 0; k < sizeof lns / sizeof lns[0]; k++)
+        if (lns[k]) strix_module_free(&lns[k]->base);
     strix_linear *ls[] = {m->att_key, m->att_value, m->att_receptance, m->att_output,
                           m->ffn_key, m->ffn_receptance, m->ffn_value};
     for (size_t k = 0; k < sizeof ls / sizeof ls[0]; k++)
