@@ -5,7 +5,9 @@
  *     1 of a tiny RwkvForCausalLM: y, dx and every parameter gradient within 1e-5 abs + 1e-4 rel;
  *  2. the whole RwkvForCausalLM assembled from strix modules (Embedding, the blocks, LayerNorm
  *     ln_out, Linear head without bias) on transformers' state dict file loaded strictly and
- *     unchanged: logits, the shifted mean cross-entropy and every parameter gradient;
+ *     unchanged: logits, the shifted mean cross-entropy and every parameter gradient; decoding
+ *     from the blocks' states against transformers' `state` (3 tokens after 7, as a chunk and
+ *     as single steps);
  *  3. strix_rwkv_block_init against RwkvPreTrainedModel._init_weights (time_* exactly as
  *     transformers computes them, LayerNorms, the Linears' U(-1/sqrt(in), 1/sqrt(in)));
  *  4. finite differences of the input and every parameter on tiny blocks (float, the shared
@@ -222,6 +224,66 @@ static void test_golden_model(void **state) {
     strix_tensor_free(&dlogits);
     strix_free(be, d_ids), strix_free(be, d_tgt);
     free(ids);
+    lm_free(&m);
+    tl_golden_free(&gf);
+}
+
+/* Logits of ids (B, len) continued from the blocks' states (strix_module_forward_ex). */
+static const strix_tensor *lm_step(lm *m, strix_backend *be, const float *ids_f, int len,
+                                   strix_module_state **st) {
+    int32_t ids[GB * GT];
+    for (int i = 0; i < GB * len; i++) ids[i] = (int32_t)ids_f[i];
+    int32_t *d_ids = tl_device_alloc(be, sizeof ids);
+    OK(strix_copy(be, d_ids, ids, sizeof(int32_t) * GB * len, STRIX_COPY_H2D));
+    int64_t shape[2] = {GB, len};
+    const strix_tensor *h, *logits;
+    OK(strix_embedding_forward(m->emb, d_ids, 2, shape, &h));
+    for (int l = 0; l < GL; l++) {
+        strix_module_io io = strix_module_io_of(h);
+        io.state = st[l];
+        OK(strix_module_forward_ex(m->blocks[l], &io));
+        assert_int_equal(io.n_out, 1);
+        h = io.out[0];
+    }
+    OK(strix_layernorm_forward(m->ln_out, h, &h));
+    OK(strix_linear_forward(m->head, h, &logits));
+    strix_free(be, d_ids);
+    return logits;
+}
+
+/* Decoding against transformers' `state`: the logits of 3 tokens continued from the state that
+ * 7 tokens left, as one chunk and as 3 single steps. */
+static void test_golden_decode(void **state) {
+    strix_backend *be = *state;
+    tl_golden gf;
+    load_golden("model", &gf);
+    lm m;
+    lm_build(&m, be);
+    OK(strix_state_dict_load(&m.ps, "tests/golden/rwkv/model.st", true));
+    const tl_array *ids = need(&gf, "ids"), *ids2 = need(&gf, "ids2"), *want = need(&gf, "logits2");
+    for (int steps = 0; steps < 2; steps++) {
+        strix_module_state *st[GL];
+        for (int l = 0; l < GL; l++) OK(strix_module_state_new(m.blocks[l], &st[l]));
+        const strix_tensor *logits = lm_step(&m, be, ids->data, GT, st);
+        assert_int_equal(same_as(be, &gf, "logits", logits), 0);
+        if (!steps) {
+            logits = lm_step(&m, be, ids2->data, 3, st);
+            assert_int_equal(same_as(be, &gf, "logits2", logits), 0);
+        } else {
+            for (int t = 0; t < 3; t++) {
+                float one[GB];
+                for (int b = 0; b < GB; b++) one[b] = ids2->data[b * 3 + t];
+                logits = lm_step(&m, be, one, 1, st);
+                float *got = from_backend(be, logits->data, GB * GV), w[GB * GV];
+                for (int b = 0; b < GB; b++)
+                    memcpy(w + b * GV, want->data + ((size_t)b * 3 + t) * GV, sizeof(float) * GV);
+                assert_true(tl_check_close("decode step logits", got, w, GB * GV, GOLD_ATOL,
+                                           GOLD_RTOL));
+                free(got);
+            }
+        }
+        for (int l = 0; l < GL; l++) strix_module_state_free(m.blocks[l], st[l]);
+    }
     lm_free(&m);
     tl_golden_free(&gf);
 }
@@ -809,6 +871,7 @@ int main(void) {
     struct CMUnitTest tests[] = {
         BACKEND_TEST(test_golden_blocks),
         BACKEND_TEST(test_golden_model),
+        BACKEND_TEST(test_golden_decode),
         BACKEND_TEST(test_init),
         BACKEND_TEST(test_finite_differences),
         BACKEND_TEST(test_state_steps),

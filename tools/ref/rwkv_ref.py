@@ -11,7 +11,9 @@ It writes into tests/golden/rwkv/ (format: tools/ref/ops_ref.py's write_golden):
   model.bin               the whole model on ids (B,T) with labels = ids: ids, logits, loss
                           (transformers' shifted mean cross-entropy) and "grad.<name>" of every
                           parameter under RwkvForCausalLM's names, and "init.<name>" of the
-                          time_* vectors as RwkvPreTrainedModel._init_weights set them;
+                          time_* vectors as RwkvPreTrainedModel._init_weights set them; ids2
+                          (B,3) and logits2, the logits of ids2 continued from the state that
+                          ids left (use_cache=True, transformers' `state` list);
   model.st                the model's state dict (safetensors, layers_ref.py's writer).
 The model is RwkvForCausalLM(vocab 11, hidden 8, 2 layers, intermediate 16, rescale_every 0) in
 train() mode (no rescaling), float32, CPU: the pure-PyTorch path rwkv_linear_attention_cpu.
@@ -83,6 +85,12 @@ def model_case(model, seed):
         arrays.append(("grad." + name, p.grad))
     for name, v in model.init_values.items():
         arrays.append(("init." + name, v))
+    # decoding: the state after ids, then 3 more tokens continued from it
+    ids2 = torch.randint(0, VOCAB, (B, 3))
+    with torch.no_grad():
+        state = model(input_ids=ids, use_cache=True).state
+        logits2 = model(input_ids=ids2, state=state, use_cache=True).logits
+    arrays += [("ids2", ids2.float()), ("logits2", logits2)]
     n = write_golden("model", arrays, generator="tools/ref/rwkv_ref.py", seed=seed,
                      out_dir=OUT_DIR)
     save_state_dict(model, os.path.join(OUT_DIR, "model.st"))
