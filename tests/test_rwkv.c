@@ -491,7 +491,9 @@ static float *dev(strix_backend *be, const float *h, size_t n) {
     return d;
 }
 
-static float *host_of(strix_backend *be, const float *d, size_t n) { return from_backend(be, d, n); }
+static float *host_of(strix_backend *be, const float *d, size_t n) {
+    return from_backend(be, d, n);
+}
 
 /* Runs the stable forward, backward (dy = g) and LRP (R = gated, eps) on the host arrays. */
 static void run_stable(strix_backend *be, wkv_io *w, float eps) {

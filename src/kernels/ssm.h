@@ -2,8 +2,8 @@
  * kernels/ssm.h - per-lane math of the state-space passes: the Mamba selective scan (forward,
  * BPTT, dB/dC, MambaLRP), RWKV (token shift, the WKV recurrence in the plain and the stable
  * running-maximum form, BPTT, detached-quotient LRP) and RetNet (recurrent form, state gradient,
- * dQ/dK/dV, parallel scores and readout, input LRP), plus the stabilised divide and the reverse-time parameter sum (MambaLRP:
- * Jafari et al. 2024).
+ * dQ/dK/dV, parallel scores and readout, input LRP), plus the stabilised divide and the
+ * reverse-time parameter sum (MambaLRP: Jafari et al. 2024).
  *
  * Slot meanings, shapes and orders are documented at strix_ssm_op
  * (include/strix/ops/ssm.h). One function per op handles one lane: a sequence lane walks

@@ -285,7 +285,7 @@ static strix_status rwkv_forward(strix_rwkv_block *m, const strix_tensor *x, rwk
     STRIX_TRY(ensure3(be, &w->s, B, T, I));
     STRIX_TRY(ensure3(be, &w->kq, B, T, I));
     /* h = pre_ln(x) or x; a = ln1(h) */
-    w->h = x;
+    w->h = &w->x; /* the view, not the caller's struct, which may not outlive the call */
     if (m->pre_ln) STRIX_TRY(strix_layernorm_forward(m->pre_ln, x, &w->h));
     STRIX_TRY(strix_layernorm_forward(m->ln1, w->h, &w->a));
     const float *prev_att = cont ? w->prev_att.data : NULL;
@@ -538,7 +538,8 @@ strix_status strix_rwkv_block_relevance(strix_module *mod, const strix_tensor *r
     size_t A = (size_t)m->cfg.attention_hidden_size, nC = B * T * C;
     STRIX_TRY(ensure_scratch(m));
     strix_tensor r_ffn = as_c(w, &w->g1);
-    /* y = h1 + ffn: dh1 <- R_h1 (residual share), g1 <- R_ffn (all to value: the gate takes none) */
+    /* y = h1 + ffn: dh1 <- R_h1 (residual share), g1 <- R_ffn (all to value: the gate takes
+     * none) */
     STRIX_TRY(strix_lrp_residual_split(be, w->h1.data, w->ffn.data, r_y->data, w->dh1.data,
                                        w->g1.data, nC, eps));
     const strix_tensor *r_kq, *r_fk, *r;

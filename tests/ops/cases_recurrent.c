@@ -937,10 +937,12 @@ static void stable_init(stable_host *h, bool with_state) {
     tl_fill_uniform(h->v, NLD, 143, -1.0f, 1.0f), tl_fill_uniform(h->u, SD, 144, -0.5f, 0.5f);
     tl_fill_uniform(h->td, SD, 145, -1.0f, 0.5f), tl_fill_uniform(h->g, NLD, 146, -1.0f, 1.0f);
     /* a state as a previous chunk leaves it: q >= 1, |p| <= q, a finite max */
-    tl_fill_uniform(h->q0, SN * SD, 147, 1.0f, 3.0f), tl_fill_uniform(h->p0, SN * SD, 148, -1.0f, 1.0f);
+    tl_fill_uniform(h->q0, SN * SD, 147, 1.0f, 3.0f);
+    tl_fill_uniform(h->p0, SN * SD, 148, -1.0f, 1.0f);
     tl_fill_uniform(h->o0, SN * SD, 149, -1.0f, 1.0f);
     h->with_state = with_state;
-    tl_fill_uniform(h->x, NLD, 150, -1.0f, 1.0f), tl_fill_uniform(h->x_prev, SN * SD, 151, -1.0f, 1.0f);
+    tl_fill_uniform(h->x, NLD, 150, -1.0f, 1.0f);
+    tl_fill_uniform(h->x_prev, SN * SD, 151, -1.0f, 1.0f);
     for (int m = 0; m < 2; m++) {
         tl_fill_uniform(h->mu[m], SD, 152 + (uint64_t)m, 0.1f, 0.9f);
         tl_fill_uniform(h->gm[m], NLD, 154 + (uint64_t)m, -1.0f, 1.0f);
