@@ -10,8 +10,9 @@
  *     as single steps);
  *  3. strix_rwkv_block_init against RwkvPreTrainedModel._init_weights (time_* exactly as
  *     transformers computes them, LayerNorms, the Linears' U(-1/sqrt(in), 1/sqrt(in)));
- *  4. finite differences of the input and every parameter on tiny blocks (float, the shared
- *     tolerance of nn_testutil.h, ReLU kinks skipped);
+ *  4. finite differences of the input and every parameter on tiny blocks, layer 0, 1 and one
+ *     with attention_hidden_size != d_model (float, the shared tolerance of nn_testutil.h,
+ *     ReLU kinks skipped);
  *  5. the state: T calls of (B,1,C) and chunks of 3 + 4 steps give the full forward bit for bit
  *     (cpu) or to 1e-6 (cpu-blas, whose GEMM may order sums by the row count), the backward of a
  *     continued chunk matches the full one's tail, another batch size is STRIX_ERR_SHAPE;
@@ -20,8 +21,8 @@
  *     with its keys scaled up too; where the plain op does not overflow the stable one equals it
  *     (forward, every gradient, the LRP with eps 0);
  *  7. relevance: the float64 transcription of tools/ref/rwkv_lrp_ref.py (eps 1e-2), conservation
- *     with zero LayerNorm biases (gap measured and bounded), the gap with biases, relevance
- *     seeded at the last step reaching t = 0; errors.
+ *     (gap measured and bounded; LayerNorm biases in the denominators absorb a share),
+ *     relevance seeded at the last step reaching t = 0, also with A != C; errors.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -356,8 +357,9 @@ static void test_init(void **state) {
 
 static void test_finite_differences(void **state) {
     strix_backend *be = *state;
-    for (int layer = 0; layer < 2; layer++) {
-        strix_rwkv_config cfg = tiny_config(4, layer, 2);
+    for (int layer = 0; layer < 3; layer++) {
+        strix_rwkv_config cfg = tiny_config(4, layer, 3);
+        if (layer == 2) cfg.attention_hidden_size = 6, cfg.intermediate_size = 5; /* A != C */
         built b;
         begin(&b, be);
         OK(strix_rwkv_block_new(&b.ps, "", &cfg, &b.m));
@@ -751,8 +753,9 @@ static double sum_of(strix_backend *be, const strix_tensor *t, double *abs_sum) 
 static void test_lrp_conservation_and_reach(void **state) {
     strix_backend *be = *state;
     enum { B = 2, T = 12, C = 6 };
-    for (int layer = 0; layer < 2; layer++) {
-        strix_rwkv_config cfg = tiny_config(C, layer, 2);
+    for (int layer = 0; layer < 3; layer++) {
+        strix_rwkv_config cfg = tiny_config(C, layer, 3);
+        if (layer == 2) cfg.attention_hidden_size = 7, cfg.intermediate_size = 9; /* A != C */
         built b;
         begin(&b, be);
         OK(strix_rwkv_block_new(&b.ps, "", &cfg, &b.m));
@@ -787,7 +790,7 @@ static void test_lrp_conservation_and_reach(void **state) {
                        layer, biases ? "random" : "zero", in_den ? "in" : "outside", sx, sy,
                        gap);
                 /* conserved up to eps and rounding, except where the biases are in the
-                 * denominators and absorb a share (measured 0.3% and 19% here) */
+                 * denominators and absorb a share (measured 0.3% to 19% here) */
                 if (!(biases && in_den)) assert_true(gap < 1e-4);
                 else assert_true(gap > 1e-4 && gap < 0.5);
             }
