@@ -1,9 +1,9 @@
 /*
  * kernels/ssm.h - per-lane math of the state-space passes: the Mamba selective scan (forward,
- * BPTT, dB/dC, MambaLRP), RWKV (token shift, WKV recurrence, BPTT, detached-quotient LRP) and
- * RetNet (recurrent form, state gradient, dQ/dK/dV, parallel scores and readout, input LRP),
- * plus the stabilised divide and the reverse-time parameter sum (MambaLRP:
- * Jafari et al. 2024).
+ * BPTT, dB/dC, MambaLRP), RWKV (token shift, the WKV recurrence in the plain and the stable
+ * running-maximum form, BPTT, detached-quotient LRP) and RetNet (recurrent form, state gradient,
+ * dQ/dK/dV, parallel scores and readout, input LRP), plus the stabilised divide and the
+ * reverse-time parameter sum (MambaLRP: Jafari et al. 2024).
  *
  * Slot meanings, shapes and orders are documented at strix_ssm_op
  * (include/strix/ops/ssm.h). One function per op handles one lane: a sequence lane walks
@@ -137,11 +137,20 @@ STRIX_HD static inline void strix_mamba_lrp_lane(const strix_ssm_args *a, size_t
 
 // ---- RWKV --------------------------------------------------------------------------------------
 
+/* x_{t-1} of element i = (b, t, e): the row before, or at t = 0 the state row x_prev (n,d) (NULL:
+ * zeros). */
+STRIX_HD static inline float strix_rwkv_x_prev(const float *x, const float *x_prev, size_t i,
+                                               size_t t, size_t L, size_t D) {
+    if (t > 0) return x[i - D];
+    return x_prev ? x_prev[(i / (L * D)) * D + i % D] : 0.0f;
+}
+
 /* Element i = (b, t, e). */
 STRIX_HD static inline void strix_rwkv_token_shift_element(const strix_ssm_args *a, size_t i) {
     size_t L = a->l, D = a->d, t = (i / D) % L, e = i % D;
-    float x = a->in[0][i], x_prev = t > 0 ? a->in[0][i - D] : 0.0f;
+    float x = a->in[0][i], x_prev = strix_rwkv_x_prev(a->in[0], a->in[4], i, t, L, D);
     for (int m = 0; m < 3; m++) {
+        if (!a->in[1 + m]) continue; /* mu_v NULL: two mixes */
         float mu = a->in[1 + m][e];
         a->out[m][i] = mu * x + (1.0f - mu) * x_prev;
     }
@@ -150,17 +159,21 @@ STRIX_HD static inline void strix_rwkv_token_shift_element(const strix_ssm_args 
 STRIX_HD static inline void strix_rwkv_shift_backward_element(const strix_ssm_args *a, size_t i) {
     size_t L = a->l, D = a->d, t = (i / D) % L, e = i % D;
     const float *g_r = a->in[1], *g_k = a->in[2], *g_v = a->in[3];
-    float mu_r = a->in[4][e], mu_k = a->in[5][e], mu_v = a->in[6][e];
-    float x = a->in[0][i], x_prev = t > 0 ? a->in[0][i - D] : 0.0f, diff = x - x_prev;
-    float dx = g_r[i] * mu_r + g_k[i] * mu_k + g_v[i] * mu_v;
+    bool three = g_v != NULL; /* g_xv and mu_v NULL: two mixes */
+    float mu_r = a->in[4][e], mu_k = a->in[5][e], mu_v = three ? a->in[6][e] : 0.0f;
+    float x = a->in[0][i], x_prev = strix_rwkv_x_prev(a->in[0], a->in[7], i, t, L, D);
+    float diff = x - x_prev;
+    float dx = g_r[i] * mu_r + g_k[i] * mu_k;
+    if (three) dx += g_v[i] * mu_v;
     if (t + 1 < L) {
         size_t nx = i + D;
-        dx += g_r[nx] * (1.0f - mu_r) + g_k[nx] * (1.0f - mu_k) + g_v[nx] * (1.0f - mu_v);
+        dx += g_r[nx] * (1.0f - mu_r) + g_k[nx] * (1.0f - mu_k);
+        if (three) dx += g_v[nx] * (1.0f - mu_v);
     }
     a->out[0][i] = dx;
     a->out[1][i] = g_r[i] * diff;
     a->out[2][i] = g_k[i] * diff;
-    a->out[3][i] = g_v[i] * diff;
+    if (three) a->out[3][i] = g_v[i] * diff;
 }
 
 STRIX_HD static inline void strix_rwkv_shift_lrp_element(const strix_ssm_args *a, size_t i) {
@@ -244,6 +257,112 @@ STRIX_HD static inline void strix_rwkv_wkv_lrp_lane(const strix_ssm_args *a, siz
         ra = ((a_prev / den) / sw) * r + (decay * a_prev / sa) * ra;
         a->out[0][idx] = rv;
     }
+}
+
+// ---- RWKV-4 WKV, stable form (running maximum) -------------------------------------------------
+
+/* The RWKV-4 WKV with the running maximum of transformers' rwkv_linear_attention_cpu: per lane a
+ * state (p, q, o) = (num, den, max) stands for the sums A = p·e^o, B = q·e^o of the plain form.
+ * w = -e^(time_decay). Step t with key k, value v:
+ *   mo = max(o, u + k), e1 = e^(o - mo), e2 = e^(u + k - mo), den' = e1·q + e2,
+ *   wkv = (e1·p + e2·v) / den';
+ *   ms = max(o + w, k), f1 = e^((o + w) - ms), f2 = e^(k - ms),
+ *   p' = f1·p + f2·v, q' = f1·q + f2, o' = ms.
+ * Every exponent is <= 0, so nothing overflows for any key. */
+typedef struct strix_rwkv_step {
+    float e1, e2, den, f1, f2;
+} strix_rwkv_step;
+
+STRIX_HD static inline strix_rwkv_step strix_rwkv_stable_step(float o, float q, float u, float w,
+                                                              float k) {
+    strix_rwkv_step s;
+    float uk = u + k;
+    float mo = o > uk ? o : uk;
+    s.e1 = strix_kernel_expf(o - mo);
+    s.e2 = strix_kernel_expf(uk - mo);
+    s.den = s.e1 * q + s.e2;
+    float ow = o + w;
+    float ms = ow > k ? ow : k;
+    s.f1 = strix_kernel_expf(ow - ms);
+    s.f2 = strix_kernel_expf(k - ms);
+    return s;
+}
+
+/* The initial max of a fresh state (transformers: -1e38). */
+#define STRIX_RWKV_MAX0 (-1e38f)
+
+STRIX_HD static inline void strix_rwkv_stable_forward_lane(const strix_ssm_args *a, size_t lane) {
+    size_t L = a->l, D = a->d, b = lane / D, c = lane % D;
+    const float *zr = a->in[0], *k = a->in[1], *v = a->in[2];
+    float u = a->in[3][c], w = -strix_kernel_expf(a->in[4][c]);
+    float *ps = a->out[3], *qs = a->out[4], *os = a->out[5];
+    size_t s0 = b * (L + 1) * D + c; /* (b, 0, c) in an (n, l+1, d) state buffer */
+    float p = a->in[5] ? a->in[5][lane] : 0.0f, q = a->in[6] ? a->in[6][lane] : 0.0f;
+    float o = a->in[7] ? a->in[7][lane] : STRIX_RWKV_MAX0;
+    ps[s0] = p, qs[s0] = q, os[s0] = o;
+    for (size_t t = 0; t < L; t++) {
+        size_t idx = (b * L + t) * D + c, st = s0 + (t + 1) * D;
+        float kv = k[idx], vv = v[idx];
+        strix_rwkv_step s = strix_rwkv_stable_step(o, q, u, w, kv);
+        float wkv = (s.e1 * p + s.e2 * vv) / s.den;
+        float r = strix_ssm_sigmoid(zr[idx]);
+        a->out[0][idx] = r;
+        a->out[1][idx] = wkv;
+        a->out[2][idx] = r * wkv;
+        float ow = o + w;
+        p = s.f1 * p + s.f2 * vv;
+        q = s.f1 * q + s.f2;
+        o = ow > kv ? ow : kv;
+        ps[st] = p, qs[st] = q, os[st] = o;
+    }
+}
+
+/* Carries ga = dL/dp_t, gb = dL/dq_t at fixed o_t (= e^(o_t)·dL/dA_t, bounded), 0 after the last
+ * step. */
+STRIX_HD static inline void strix_rwkv_stable_backward_lane(const strix_ssm_args *a, size_t lane) {
+    size_t L = a->l, D = a->d, b = lane / D, c = lane % D;
+    const float *gg = a->in[0], *rr = a->in[1], *k = a->in[2], *v = a->in[3], *wkv_in = a->in[4];
+    const float *ps = a->in[5], *qs = a->in[6], *os = a->in[7];
+    float u = a->in[8][c], w = -strix_kernel_expf(a->in[9][c]);
+    size_t s0 = b * (L + 1) * D + c;
+    float ga = 0.0f, gb = 0.0f;
+    for (size_t t = L; t-- > 0;) {
+        size_t idx = (b * L + t) * D + c, st = s0 + t * D;
+        float p = ps[st], q = qs[st], o = os[st];
+        float kv = k[idx], vv = v[idx], r = rr[idx], wkv = wkv_in[idx], g = gg[idx];
+        strix_rwkv_step s = strix_rwkv_stable_step(o, q, u, w, kv);
+        float dwkv = g * r;
+        float dnum = dwkv / s.den;
+        float du = dnum * s.e2 * (vv - wkv);
+        a->out[0][idx] = g * wkv * (r * (1.0f - r));
+        a->out[1][idx] = du + (ga * vv + gb) * s.f2;
+        a->out[2][idx] = dnum * s.e2 + ga * s.f2;
+        a->out[3][idx] = du;
+        a->out[4][idx] = w * (s.f1 * (ga * p + gb * q));
+        ga = dnum * s.e1 + ga * s.f1;
+        gb = -(dnum * wkv) * s.e1 + gb * s.f1;
+    }
+}
+
+/* Carry rp = relevance of p_t, 0 after the last step. */
+STRIX_HD static inline void strix_rwkv_stable_lrp_lane(const strix_ssm_args *a, size_t lane) {
+    size_t L = a->l, D = a->d, b = lane / D, c = lane % D;
+    float eps = a->eps;
+    const float *rw = a->in[0], *k = a->in[1], *v = a->in[2], *wkv_in = a->in[3];
+    const float *ps = a->in[4], *qs = a->in[5], *os = a->in[6];
+    float u = a->in[7][c], w = -strix_kernel_expf(a->in[8][c]);
+    size_t s0 = b * (L + 1) * D + c;
+    float rp = 0.0f;
+    for (size_t t = L; t-- > 0;) {
+        size_t idx = (b * L + t) * D + c, st = s0 + t * D;
+        float p = ps[st], vv = v[idx];
+        strix_rwkv_step s = strix_rwkv_stable_step(os[st], qs[st], u, w, k[idx]);
+        float sw = strix_lrp_stab(wkv_in[idx], eps), sp = strix_lrp_stab(ps[st + D], eps);
+        float r = rw[idx];
+        a->out[0][idx] = ((s.e2 * vv / s.den) / sw) * r + (s.f2 * vv / sp) * rp;
+        rp = ((s.e1 * p / s.den) / sw) * r + (s.f1 * p / sp) * rp;
+    }
+    if (a->out[1]) a->out[1][lane] = rp;
 }
 
 // ---- RetNet ------------------------------------------------------------------------------------
@@ -386,6 +505,9 @@ static inline size_t strix_ssm_lanes(strix_ssm_op op, const strix_ssm_args *a, s
     case STRIX_SSM_RETNET_READOUT: lanes = n * l * d, per = l; break;
     case STRIX_SSM_RETNET_LRP_INPUT: lanes = n * l * d, per = 2 * s + d; break;
     case STRIX_SSM_REVERSE_TIME_SUM: lanes = d, per = n * l; break;
+    case STRIX_SSM_RWKV_STABLE_FORWARD:
+    case STRIX_SSM_RWKV_STABLE_BACKWARD:
+    case STRIX_SSM_RWKV_STABLE_LRP: lanes = n * d, per = l; break;
     }
     *work = lanes * per;
     return lanes;
@@ -399,8 +521,12 @@ static inline bool strix_ssm_slots(strix_ssm_op op, unsigned *in, unsigned *out)
     case STRIX_SSM_MAMBA_BACKWARD: *in = 0x7FF, *out = 0xF; return true;
     case STRIX_SSM_MAMBA_GRAD_BC: *in = 0x1F, *out = 0x3; return true;
     case STRIX_SSM_MAMBA_LRP: *in = 0xFF, *out = 0x3; return true;
-    case STRIX_SSM_RWKV_TOKEN_SHIFT: *in = 0xF, *out = 0x7; return true;
-    case STRIX_SSM_RWKV_SHIFT_BACKWARD: *in = 0x7F, *out = 0xF; return true;
+    case STRIX_SSM_RWKV_TOKEN_SHIFT:
+        *in = 0x7, *out = 0x3; /* mu_v/out[2] and x_prev (in[4]) optional: ops_ssm.c */
+        return true;
+    case STRIX_SSM_RWKV_SHIFT_BACKWARD:
+        *in = 0x37, *out = 0x7; /* g_xv, mu_v, out[3] and x_prev (in[7]) optional */
+        return true;
     case STRIX_SSM_RWKV_SHIFT_LRP: *in = 0xF, *out = 0x1; return true;
     case STRIX_SSM_RWKV_WKV_FORWARD: *in = 0x1F, *out = 0xFF; return true;
     case STRIX_SSM_RWKV_WKV_BACKWARD: *in = 0x3FF, *out = 0x1F; return true;
@@ -414,6 +540,9 @@ static inline bool strix_ssm_slots(strix_ssm_op op, unsigned *in, unsigned *out)
     case STRIX_SSM_RETNET_LRP_INPUT: *in = 0x3FF, *out = 0x1; return true;
     case STRIX_SSM_STABILIZED_DIV: *in = 0x3, *out = 0x1; return true;
     case STRIX_SSM_REVERSE_TIME_SUM: *in = 0x1, *out = 0x1; return true;
+    case STRIX_SSM_RWKV_STABLE_FORWARD: *in = 0x1F, *out = 0x3F; return true;
+    case STRIX_SSM_RWKV_STABLE_BACKWARD: *in = 0x3FF, *out = 0x1F; return true;
+    case STRIX_SSM_RWKV_STABLE_LRP: *in = 0x1FF, *out = 0x1; return true;
     }
     return false;
 }

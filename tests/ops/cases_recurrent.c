@@ -874,6 +874,180 @@ static void test_rwkv_lrp_conservation(void **state) {
     free(h);
 }
 
+// ---- RWKV, stable WKV and the token shift's state row ------------------------------------------
+
+#define SST (SN * (SL + 1) * SD)
+
+/* ssm_host with NULL inputs (optional slots) passed as NULL. */
+static void ssm_host_opt(strix_backend *be, strix_ssm_op op, const strix_ssm_args *dims,
+                         const float *const *in, const size_t *in_n, int n_in, float **host_out,
+                         const size_t *out_n, int n_out) {
+    strix_ssm_args a = *dims;
+    for (int k = 0; k < 12; k++) a.in[k] = NULL;
+    for (int k = 0; k < 10; k++) a.out[k] = NULL;
+    for (int k = 0; k < n_in; k++) a.in[k] = in[k] ? up(be, in[k], in_n[k]) : NULL;
+    for (int k = 0; k < n_out; k++)
+        a.out[k] = host_out[k] ? tl_device_alloc(be, out_n[k] * sizeof(float)) : NULL;
+    OK(strix_ssm_pass(be, op, &a));
+    for (int k = 0; k < n_out; k++)
+        if (host_out[k]) down(be, host_out[k], a.out[k], out_n[k]);
+    for (int k = 0; k < n_in; k++) strix_free(be, (void *)a.in[k]);
+    for (int k = 0; k < n_out; k++) strix_free(be, a.out[k]);
+}
+
+typedef struct stable_host {
+    float zr[NLD], k[NLD], v[NLD], u[SD], td[SD], g[NLD], p0[SN * SD], q0[SN * SD], o0[SN * SD];
+    float r[NLD], wkv[NLD], gated[NLD], P[SST], Q[SST], O[SST];
+    bool with_state;
+    /* token shift with a state row, two mixes */
+    float x[NLD], x_prev[SN * SD], mu[2][SD], gm[2][NLD], mix[2][NLD];
+} stable_host;
+
+static void stable_forward_host(strix_backend *be, stable_host *h) {
+    const float *in[] = {h->zr, h->k, h->v, h->u, h->td, h->with_state ? h->p0 : NULL,
+                         h->with_state ? h->q0 : NULL, h->with_state ? h->o0 : NULL};
+    const size_t in_n[] = {NLD, NLD, NLD, SD, SD, SN * SD, SN * SD, SN * SD};
+    float *out[] = {h->r, h->wkv, h->gated, h->P, h->Q, h->O};
+    const size_t out_n[] = {NLD, NLD, NLD, SST, SST, SST};
+    ssm_host_opt(be, STRIX_SSM_RWKV_STABLE_FORWARD, &rwkv_dims, in, in_n, 8, out, out_n, 6);
+}
+
+static double stable_loss(strix_backend *be, void *ctx) {
+    stable_host *h = ctx;
+    stable_forward_host(be, h);
+    return host_dot(h->gated, h->g, NLD);
+}
+
+static void shift2_forward_host(strix_backend *be, stable_host *h) {
+    const float *in[] = {h->x, h->mu[0], h->mu[1], NULL, h->x_prev};
+    const size_t in_n[] = {NLD, SD, SD, SD, SN * SD};
+    float *out[] = {h->mix[0], h->mix[1], NULL};
+    const size_t out_n[] = {NLD, NLD, NLD};
+    ssm_host_opt(be, STRIX_SSM_RWKV_TOKEN_SHIFT, &rwkv_dims, in, in_n, 5, out, out_n, 3);
+}
+
+static double shift2_loss(strix_backend *be, void *ctx) {
+    stable_host *h = ctx;
+    shift2_forward_host(be, h);
+    return host_dot(h->mix[0], h->gm[0], NLD) + host_dot(h->mix[1], h->gm[1], NLD);
+}
+
+static void stable_init(stable_host *h, bool with_state) {
+    tl_fill_uniform(h->zr, NLD, 141, -1.5f, 1.5f), tl_fill_uniform(h->k, NLD, 142, -2.0f, 2.0f);
+    tl_fill_uniform(h->v, NLD, 143, -1.0f, 1.0f), tl_fill_uniform(h->u, SD, 144, -0.5f, 0.5f);
+    tl_fill_uniform(h->td, SD, 145, -1.0f, 0.5f), tl_fill_uniform(h->g, NLD, 146, -1.0f, 1.0f);
+    /* a state as a previous chunk leaves it: q >= 1, |p| <= q, a finite max */
+    tl_fill_uniform(h->q0, SN * SD, 147, 1.0f, 3.0f);
+    tl_fill_uniform(h->p0, SN * SD, 148, -1.0f, 1.0f);
+    tl_fill_uniform(h->o0, SN * SD, 149, -1.0f, 1.0f);
+    h->with_state = with_state;
+    tl_fill_uniform(h->x, NLD, 150, -1.0f, 1.0f);
+    tl_fill_uniform(h->x_prev, SN * SD, 151, -1.0f, 1.0f);
+    for (int m = 0; m < 2; m++) {
+        tl_fill_uniform(h->mu[m], SD, 152 + (uint64_t)m, 0.1f, 0.9f);
+        tl_fill_uniform(h->gm[m], NLD, 154 + (uint64_t)m, -1.0f, 1.0f);
+    }
+}
+
+/* The stable WKV's BPTT (fresh and continued from a state) and the token shift with a state row
+ * and two mixes against central differences of the backend's forward. */
+static void test_rwkv_stable_finite_differences(void **state) {
+    (void)state;
+    stable_host *h = malloc(sizeof *h);
+    FOR_EACH_BACKEND(be) {
+        for (int with_state = 0; with_state < 2; with_state++) {
+            stable_init(h, with_state);
+            stable_forward_host(be, h);
+            float d[5][NLD], du[SD], dtd[SD];
+            const float *bin[] = {h->g, h->r, h->k, h->v, h->wkv, h->P, h->Q, h->O, h->u, h->td};
+            const size_t bin_n[] = {NLD, NLD, NLD, NLD, NLD, SST, SST, SST, SD, SD};
+            float *bout[] = {d[0], d[1], d[2], d[3], d[4]};
+            const size_t bout_n[] = {NLD, NLD, NLD, NLD, NLD};
+            ssm_host(be, STRIX_SSM_RWKV_STABLE_BACKWARD, &rwkv_dims, bin, bin_n, 10, bout, bout_n,
+                     5);
+            reverse_time_sum_host(be, d[3], du, SN, SL, SD);
+            reverse_time_sum_host(be, d[4], dtd, SN, SL, SD);
+            assert_true(fd_check("stable wkv dz_r", be, stable_loss, h, h->zr, NLD, d[0]));
+            assert_true(fd_check("stable wkv dk", be, stable_loss, h, h->k, NLD, d[1]));
+            assert_true(fd_check("stable wkv dv", be, stable_loss, h, h->v, NLD, d[2]));
+            assert_true(fd_check("stable wkv du", be, stable_loss, h, h->u, SD, du));
+            assert_true(fd_check("stable wkv dtime_decay", be, stable_loss, h, h->td, SD, dtd));
+        }
+        /* the token shift from a state row, two mixes: x_{-1} = x_prev, out[2] untouched */
+        shift2_forward_host(be, h);
+        for (int b = 0; b < SN; b++)
+            for (int e = 0; e < SD; e++) {
+                float mu = h->mu[1][e], x0 = h->x[b * SL * SD + e], xp = h->x_prev[b * SD + e];
+                float want = mu * x0 + (1.0f - mu) * xp;
+                assert_true(tl_check_bits("token shift at t = 0 from x_prev",
+                                          &h->mix[1][b * SL * SD + e], &want, 1));
+            }
+        float dx[NLD], t[2][NLD], dmu[2][SD];
+        const float *sin_[] = {h->x, h->gm[0], h->gm[1], NULL, h->mu[0], h->mu[1], NULL,
+                               h->x_prev};
+        const size_t sin_n[] = {NLD, NLD, NLD, NLD, SD, SD, SD, SN * SD};
+        float *sout[] = {dx, t[0], t[1], NULL};
+        const size_t sout_n[] = {NLD, NLD, NLD, NLD};
+        ssm_host_opt(be, STRIX_SSM_RWKV_SHIFT_BACKWARD, &rwkv_dims, sin_, sin_n, 8, sout, sout_n,
+                     4);
+        assert_true(fd_check("token shift (x_prev, 2 mixes) dx", be, shift2_loss, h, h->x, NLD,
+                             dx));
+        for (int m = 0; m < 2; m++) {
+            reverse_time_sum_host(be, t[m], dmu[m], SN, SL, SD);
+            assert_true(fd_check("token shift (x_prev) dmu", be, shift2_loss, h, h->mu[m], SD,
+                                 dmu[m]));
+        }
+    }
+    free(h);
+}
+
+/* The stable WKV's LRP conserves with the initial state's share: Σ R_v + Σ R_p0 = Σ R_wkv; a
+ * fresh state takes none; huge keys keep every output finite. */
+static void test_rwkv_stable_lrp_and_large_keys(void **state) {
+    (void)state;
+    stable_host *h = malloc(sizeof *h);
+    FOR_EACH_BACKEND(be) {
+        for (int with_state = 0; with_state < 2; with_state++) {
+            stable_init(h, with_state);
+            for (int i = 0; i < NLD; i++) h->v[i] = fabsf(h->v[i]) + 0.1f;
+            for (int i = 0; i < SN * SD; i++) h->p0[i] = fabsf(h->p0[i]) + 0.1f;
+            stable_forward_host(be, h);
+            float r_v[NLD], r_p0[SN * SD];
+            strix_ssm_args dims = rwkv_dims;
+            dims.eps = 1e-6f;
+            const float *in[] = {h->gated, h->k, h->v, h->wkv, h->P, h->Q, h->O, h->u, h->td};
+            const size_t in_n[] = {NLD, NLD, NLD, NLD, SST, SST, SST, SD, SD};
+            float *out[] = {r_v, r_p0};
+            const size_t out_n[] = {NLD, SN * SD};
+            ssm_host(be, STRIX_SSM_RWKV_STABLE_LRP, &dims, in, in_n, 9, out, out_n, 2);
+            double got = host_sum(r_v, NLD) + host_sum(r_p0, SN * SD);
+            double want = host_sum(h->gated, NLD);
+            printf("  stable WKV LRP (%s): sum R_v %.7g + R_p0 %.7g, sum R_wkv %.7g\n",
+                   with_state ? "from a state" : "fresh", host_sum(r_v, NLD),
+                   host_sum(r_p0, SN * SD), want);
+            assert_true(fabs(got - want) <= 1e-4 * host_abs_sum(h->gated, NLD));
+            if (!with_state) assert_true(host_abs_sum(r_p0, SN * SD) == 0.0);
+            else assert_true(host_abs_sum(r_p0, SN * SD) > 0.0);
+        }
+        /* keys of ±(60..100): e^k overflows float, the stable form does not */
+        stable_init(h, false);
+        tl_fill_uniform(h->k, NLD, 160, 60.0f, 100.0f);
+        for (int i = 0; i < NLD; i += 2) h->k[i] = -h->k[i];
+        stable_forward_host(be, h);
+        float d[5][NLD];
+        const float *bin[] = {h->g, h->r, h->k, h->v, h->wkv, h->P, h->Q, h->O, h->u, h->td};
+        const size_t bin_n[] = {NLD, NLD, NLD, NLD, NLD, SST, SST, SST, SD, SD};
+        float *bout[] = {d[0], d[1], d[2], d[3], d[4]};
+        const size_t bout_n[] = {NLD, NLD, NLD, NLD, NLD};
+        ssm_host(be, STRIX_SSM_RWKV_STABLE_BACKWARD, &rwkv_dims, bin, bin_n, 10, bout, bout_n, 5);
+        for (int i = 0; i < NLD; i++) {
+            assert_true(isfinite(h->gated[i]) && fabsf(h->wkv[i]) <= 1.0f + 1e-5f);
+            for (int k = 0; k < 5; k++) assert_true(isfinite(d[k][i]));
+        }
+    }
+    free(h);
+}
+
 // ---- RetNet ------------------------------------------------------------------------------------
 
 #define RST (SN * (SL + 1) * SS * SD)
@@ -1023,6 +1197,8 @@ static void test_ssm_exact_edges(void **state) {
         for (int k = 0; k < 10; k++) e.out[k] = dsent;
         for (int op = STRIX_SSM_MAMBA_FORWARD; op <= STRIX_SSM_REVERSE_TIME_SUM; op++)
             if (op != STRIX_SSM_REVERSE_TIME_SUM) OK(strix_ssm_pass(be, (strix_ssm_op)op, &e));
+        for (int op = STRIX_SSM_RWKV_STABLE_FORWARD; op <= STRIX_SSM_RWKV_STABLE_LRP; op++)
+            OK(strix_ssm_pass(be, (strix_ssm_op)op, &e));
         OK(strix_gru_lrp_hprev(be, dsent, dsent, dsent, dsent, NULL, dsent, 0, 7, 0.1f));
         down(be, &sentinel, dsent, 1);
         assert_true(isnan(sentinel));
@@ -1039,6 +1215,8 @@ const struct CMUnitTest ops_recurrent_tests[] = {
     cmocka_unit_test(test_mamba_lrp_conservation),
     cmocka_unit_test(test_rwkv_finite_differences),
     cmocka_unit_test(test_rwkv_lrp_conservation),
+    cmocka_unit_test(test_rwkv_stable_finite_differences),
+    cmocka_unit_test(test_rwkv_stable_lrp_and_large_keys),
     cmocka_unit_test(test_retnet_finite_differences),
     cmocka_unit_test(test_retnet_scores_and_lrp),
     cmocka_unit_test(test_ssm_exact_edges),

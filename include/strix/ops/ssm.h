@@ -57,12 +57,16 @@ typedef enum strix_ssm_op {
      * Uses eps. */
     STRIX_SSM_MAMBA_LRP,
     /* RWKV token shift, lanes (b, t, d). in[0] x (n,l,d), in[1] mu_r, in[2] mu_k, in[3] mu_v (d)
-     * -> out[0] xr, out[1] xk, out[2] xv (n,l,d), each mu·x_t + (1 - mu)·x_{t-1}, x_{-1} = 0. */
+     * -> out[0] xr, out[1] xk, out[2] xv (n,l,d), each mu·x_t + (1 - mu)·x_{t-1}. x_{-1} is
+     * in[4] x_prev (n,d), the last row of the previous chunk, or 0 when in[4] is NULL. in[3] may
+     * be NULL (two mixes, RWKV's channel-mix): then out[2] is NULL too and not written. */
     STRIX_SSM_RWKV_TOKEN_SHIFT,
     /* Token-shift backward, lanes (b, t, d). in[0] x, in[1] g_xr, in[2] g_xk, in[3] g_xv
-     * (n,l,d), in[4] mu_r, in[5] mu_k, in[6] mu_v (d) -> out[0] dx = (g_xr·mu_r + g_xk·mu_k +
-     * g_xv·mu_v), then + (g_xr'·(1 - mu_r) + g_xk'·(1 - mu_k) + g_xv'·(1 - mu_v)) from step t+1
-     * (if any); out[1..3] mu_r/mu_k/mu_v terms g_x·(x_t - x_{t-1}) (n,l,d) for REVERSE_TIME_SUM. */
+     * (n,l,d), in[4] mu_r, in[5] mu_k, in[6] mu_v (d), in[7] x_prev (n,d) or NULL (zeros) ->
+     * out[0] dx = (g_xr·mu_r + g_xk·mu_k + g_xv·mu_v), then + (g_xr'·(1 - mu_r) + g_xk'·(1 -
+     * mu_k) + g_xv'·(1 - mu_v)) from step t+1 (if any); out[1..3] mu_r/mu_k/mu_v terms
+     * g_x·(x_t - x_{t-1}) (n,l,d) for REVERSE_TIME_SUM. g_xv, mu_v and out[3] may all be NULL
+     * (two mixes). No gradient of x_prev is formed. */
     STRIX_SSM_RWKV_SHIFT_BACKWARD,
     /* Token-shift epsilon rule for one mix m = mu·x_t + (1 - mu)·x_{t-1}, lanes (b, t, d).
      * in[0] x, in[1] m (n,l,d), in[2] R_m (n,l,d), in[3] mu (d) -> out[0] R_x =
@@ -124,7 +128,41 @@ typedef enum strix_ssm_op {
     STRIX_SSM_STABILIZED_DIV,
     /* Per-step parameter-gradient terms reduced, lanes c < d (d = the channel count C).
      * in[0] terms (n,l,C) -> out[0] (C) = Σ over t descending, then b ascending, from 0.0f. */
-    STRIX_SSM_REVERSE_TIME_SUM
+    STRIX_SSM_REVERSE_TIME_SUM,
+    /* RWKV-4 WKV in the numerically stable form with a running maximum (the RWKV-v4 form of
+     * transformers' rwkv_linear_attention_cpu; the plain RWKV_WKV_* ops overflow for large keys
+     * or long sequences). Lanes (b, d), t ascending. A state (p, q, o) = (num, den, max) stands
+     * for the plain sums a = p·e^o, b = q·e^o; w = -e^(time_decay). Per step, key k, value v:
+     *   mo = max(o, u + k), e1 = e^(o - mo), e2 = e^(u + k - mo), den' = e1·q + e2,
+     *   wkv = (e1·p + e2·v) / den',
+     *   ms = max(o + w, k), f1 = e^((o + w) - ms), f2 = e^(k - ms),
+     *   p <- f1·p + f2·v, q <- f1·q + f2, o <- ms.
+     * Every exponent is <= 0. in[0] z_r, in[1] k, in[2] v (n,l,d), in[3] u = time_first (d),
+     * in[4] time_decay (d), in[5] p_0, in[6] q_0, in[7] o_0 (n,d): the initial state, or NULL
+     * (fresh: 0, 0, -1e38) -> out[0] r = sigmoid(z_r), out[1] wkv, out[2] gated = r·wkv
+     * (n,l,d), out[3] p, out[4] q, out[5] o states (n,l+1,d), state 0 = the initial one. */
+    STRIX_SSM_RWKV_STABLE_FORWARD,
+    /* Its BPTT, lanes (b, d), t descending, carries ga = dL/dp_t, gb = dL/dq_t at fixed o_t
+     * (e^(o_t) times the plain form's gradients, so bounded; 0 after the last step). in[0]
+     * g_gated, in[1] r, in[2] k, in[3] v, in[4] wkv (n,l,d), in[5] p, in[6] q, in[7] o states
+     * (n,l+1,d), in[8] u, in[9] time_decay (d) -> with e1, e2, den', f1, f2 recomputed from the
+     * states as in the forward, dnum = g·r/den', du = dnum·e2·(v - wkv):
+     * out[0] dz_r = g·wkv·r(1 - r), out[1] dk = du + (ga·v + gb)·f2, out[2] dv = dnum·e2 +
+     * ga·f2, out[3] u_terms = du, out[4] time_decay terms = w·(f1·(ga·p_{t-1} + gb·q_{t-1}))
+     * (n,l,d; REVERSE_TIME_SUM sums them); then ga = dnum·e1 + ga·f1,
+     * gb = -(dnum·wkv)·e1 + gb·f1. The initial state gets no gradient. */
+    STRIX_SSM_RWKV_STABLE_BACKWARD,
+    /* Its epsilon rule with the quotient detached (den', e1, e2, f1, f2 constants: the keys get
+     * no relevance), lanes (b, d), t descending, carry R_p = relevance of p_t (0 after the
+     * last step). in[0] R_wkv (n,l,d: the relevance of r·wkv, the gate r takes none), in[1] k,
+     * in[2] v, in[3] wkv (n,l,d), in[4] p, in[5] q, in[6] o states (n,l+1,d), in[7] u,
+     * in[8] time_decay (d) -> out[0] R_v = ((e2·v/den') / stab wkv)·R_wkv + (f2·v / stab p_t)·R_p,
+     * next R_p = ((e1·p_{t-1}/den') / stab wkv)·R_wkv + (f1·p_{t-1} / stab p_t)·R_p; out[1]
+     * (n,d) or NULL: the relevance left on the initial state p_0. The plain rule's quotients
+     * (RWKV_WKV_LRP) scaled by e^-mo or e^-o_t, the same numbers; the stabiliser acts on the
+     * scaled p_t (eps relative to the scaled state). Σ R_v + Σ out[1] = Σ R_wkv up to eps.
+     * Uses eps. */
+    STRIX_SSM_RWKV_STABLE_LRP
 } strix_ssm_op;
 
 /* Sequences are (n, l, X); states are (n, l+1, ...) with state 0 all zeros. */

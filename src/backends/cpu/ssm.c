@@ -39,6 +39,9 @@ strix_status cpu_ssm_pass(strix_backend *be, strix_ssm_op op, const strix_ssm_ar
     case STRIX_SSM_RETNET_LRP_INPUT: LANE_LOOP(strix_retnet_lrp_input_lane); break;
     case STRIX_SSM_STABILIZED_DIV: LANE_LOOP(strix_ssm_stabilized_div_element); break;
     case STRIX_SSM_REVERSE_TIME_SUM: LANE_LOOP(strix_ssm_reverse_time_sum_lane); break;
+    case STRIX_SSM_RWKV_STABLE_FORWARD: LANE_LOOP(strix_rwkv_stable_forward_lane); break;
+    case STRIX_SSM_RWKV_STABLE_BACKWARD: LANE_LOOP(strix_rwkv_stable_backward_lane); break;
+    case STRIX_SSM_RWKV_STABLE_LRP: LANE_LOOP(strix_rwkv_stable_lrp_lane); break;
     }
     return STRIX_OK;
 }

@@ -42,6 +42,9 @@ SSM_KERNEL(retnet_readout_kernel, strix_retnet_readout_lane)
 SSM_KERNEL(retnet_lrp_input_kernel, strix_retnet_lrp_input_lane)
 SSM_KERNEL(ssm_stabilized_div_kernel, strix_ssm_stabilized_div_element)
 SSM_KERNEL(ssm_reverse_time_sum_kernel, strix_ssm_reverse_time_sum_lane)
+SSM_KERNEL(rwkv_stable_forward_kernel, strix_rwkv_stable_forward_lane)
+SSM_KERNEL(rwkv_stable_backward_kernel, strix_rwkv_stable_backward_lane)
+SSM_KERNEL(rwkv_stable_lrp_kernel, strix_rwkv_stable_lrp_lane)
 
 /* Launches kernel `k` over every lane. */
 #define SSM_LAUNCH(k) k<<<blocks, CUDA_BLOCK, 0, stream>>>(*args, lanes)
@@ -71,6 +74,9 @@ strix_status cuda_ssm_pass(strix_backend *be, strix_ssm_op op, const strix_ssm_a
     case STRIX_SSM_RETNET_LRP_INPUT: SSM_LAUNCH(retnet_lrp_input_kernel); break;
     case STRIX_SSM_STABILIZED_DIV: SSM_LAUNCH(ssm_stabilized_div_kernel); break;
     case STRIX_SSM_REVERSE_TIME_SUM: SSM_LAUNCH(ssm_reverse_time_sum_kernel); break;
+    case STRIX_SSM_RWKV_STABLE_FORWARD: SSM_LAUNCH(rwkv_stable_forward_kernel); break;
+    case STRIX_SSM_RWKV_STABLE_BACKWARD: SSM_LAUNCH(rwkv_stable_backward_kernel); break;
+    case STRIX_SSM_RWKV_STABLE_LRP: SSM_LAUNCH(rwkv_stable_lrp_kernel); break;
     }
     return cuda_launched(be, "ssm_pass");
 }
