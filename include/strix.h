@@ -1,9 +1,9 @@
 /*
  * strix.h - the whole public API of strix in one include. Each part has its own header under
- * strix/ (core, tensor, backend and its ops/, params, safetensors, nn, layers, recurrent, loss,
- * optim, state_dict, lrp, attribution, train, gpt, gpt_train, sample, data, checkpoint); include
- * only what you use if you prefer. examples/tiny_gpt.c and examples/digits.c are complete,
- * commented programs.
+ * strix/ (core, tensor, backend and its ops/, params, safetensors, nn, layers, recurrent, mamba,
+ * loss, optim, state_dict, lrp, attribution, train, gpt, gpt_train, sample, data, checkpoint);
+ * include only what you use if you prefer. examples/tiny_gpt.c and examples/digits.c are
+ * complete, commented programs.
  */
 #ifndef STRIX_H
 #define STRIX_H
@@ -16,6 +16,7 @@
 #include "strix/nn.h"
 #include "strix/layers.h"
 #include "strix/recurrent.h"
+#include "strix/mamba.h"
 #include "strix/loss.h"
 #include "strix/optim.h"
 #include "strix/train.h"

@@ -102,8 +102,8 @@ STRIX_API strix_status strix_mamba_block_init(strix_module *m, uint64_t seed);
  *       y = x + f: the epsilon split r_x' = x·r/stab(y), r_f = f·r/stab(y) (lrp_residual_split);
  *       out_proj, in_proj: the epsilon rule of a Linear (lrp_linear; pre-bias z unless
  *         rule.bias_in_denominator);
- *       ys ⊙ SiLU(z): the half rule, each operand (ys/stab(2·o))·o... = r/2 (lrp_bilinear_
- *         elementwise; MambaLRP's o/2 + [o/2] detached);
+ *       o = ys ⊙ SiLU(z): the half rule, each operand gets (o/stab(2·o))·r ≈ r/2
+ *         (lrp_bilinear_elementwise; MambaLRP's o/2 + [o/2] with the bracket detached);
  *       SiLU: passes relevance through (MambaLRP: x·[SiLU(x)/x] detached);
  *       the selective scan with Abar, Bbar, Cm detached: STRIX_SSM_MAMBA_LRP (x_proj, dt_proj,
  *         delta get none);
