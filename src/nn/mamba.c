@@ -134,16 +134,11 @@ static void vt_state_free(strix_module *mod, strix_module_state *s) {
     free(st);
 }
 
-static strix_module *vt_child(strix_module *mod, int i) {
-    strix_mamba_block *m = (strix_mamba_block *)mod;
-    strix_module *kids[] = {&m->norm->base, &m->in_proj->base, &m->x_proj->base,
-                            &m->dt_proj->base, &m->out_proj->base};
-    return i >= 0 && i < 5 ? kids[i] : NULL;
-}
-
+/* A leaf for the explainers (no child slot): they give the block one rule, which it applies to
+ * its Linears and conv itself, as strix_rnn does. */
 static const strix_module_i mamba_vt = {
     .type = "MambaBlock", .forward = vt_forward, .backward = vt_backward,
-    .destroy = vt_destroy, .relevance = vt_relevance, .child = vt_child,
+    .destroy = vt_destroy, .relevance = vt_relevance,
     .forward_ex = vt_forward_ex, .backward_ex = vt_backward_ex,
     .relevance_ex = vt_relevance_ex, .state_new = vt_state_new, .state_free = vt_state_free,
 };
@@ -181,6 +176,7 @@ static strix_status linear(strix_params *ps, const char *prefix, const char *lea
 strix_status strix_mamba_block_new(strix_params *ps, const char *prefix,
                                    const strix_mamba_config *cfg, strix_module **out) {
     *out = NULL;
+    if (!prefix) prefix = "";
     strix_mamba_config c = *cfg;
     if (c.dt_rank == 0) c.dt_rank = (c.d_model + 15) / 16;
     if (c.d_model < 1 || c.d_state < 1 || c.d_conv < 1 || c.expand < 1 || c.dt_rank < 1 ||
