@@ -12,7 +12,8 @@
  *  3. the state (MambaCache): T calls of (B,1,C) and chunks of 3 + 4 steps equal one forward over
  *     (B,T,C): bit for bit on "cpu" (same operations in the same order), to 1e-6 on "cpu-blas"
  *     (OpenBLAS may sum a GEMM row in another order for another row count); another batch size
- *     on the state is STRIX_ERR_SHAPE;
+ *     on the state is STRIX_ERR_SHAPE; backward_ex and relevance_ex of a first chunk equal the
+ *     full forward's with zero gradient/relevance after it (the block is causal);
  *  4. finite differences (float, nn_testutil.h's tolerances argued in tests/test_nn.c) of the
  *     input and every parameter on a tiny block;
  *  5. MambaLRP against tools/ref/mamba_lrp_ref.py (the paper's detach trick + Gradient×Input in
@@ -253,6 +254,8 @@ static void test_state_dict_from_transformers(void **state) {
     tl_golden_free(&gf);
 }
 
+static strix_lrp_rule rule_of(float eps, bool bias_in_den);
+
 // ---- 3. the state ------------------------------------------------------------------------------
 
 static strix_tensor random_tensor(strix_backend *be, strix_rng *r, int64_t B, int64_t T,
@@ -336,6 +339,87 @@ static void test_state_steps_equal_full(void **state) {
     free(full);
     free(steps);
     strix_tensor_free(&x);
+    strix_module_free(m);
+    strix_params_free(&ps);
+    tl_golden_free(&gf);
+}
+
+/* backward_ex / relevance_ex after a stateful call: on the first chunk (fresh state) they equal
+ * the full forward's with a zero gradient (relevance) after the chunk, since the block is causal;
+ * a later chunk takes its incoming state as a constant (shapes only here). */
+static void test_state_backward_and_relevance(void **state) {
+    strix_backend *be = *state;
+    tl_golden gf;
+    load_golden("block", &gf);
+    strix_params ps;
+    strix_params_init_empty(&ps, be);
+    strix_mamba_config cfg = golden_config();
+    strix_module *m = new_block(&ps, 0, &cfg);
+    OK(strix_params_alloc(&ps));
+    load_params(&gf, &ps);
+    strix_rng r;
+    strix_rng_seed(&r, 8);
+    int64_t B = 2, T = 7, T1 = 3, C = GC;
+    size_t n = (size_t)(B * T * C), n1 = (size_t)(B * T1 * C);
+    strix_tensor x = random_tensor(be, &r, B, T, C), dy = random_tensor(be, &r, B, T, C);
+    float *xh = from_backend(be, x.data, n), *dyh = from_backend(be, dy.data, n);
+    for (int64_t b = 0; b < B; b++) // zero gradient after the first chunk
+        memset(dyh + (b * T + T1) * C, 0, (size_t)((T - T1) * C) * sizeof(float));
+    to_backend(be, dy.data, dyh, n);
+    const strix_tensor *y, *dx, *rx;
+    OK(strix_module_forward(m, &x, &y));
+    OK(strix_params_zero_grad(&ps));
+    OK(strix_module_backward(m, &dy, &dx));
+    float *dx_full = from_backend(be, dx->data, n), *g_full = from_backend(be, ps.grad, ps.total);
+    m->rule = rule_of(1e-6f, false);
+    OK(strix_module_relevance(m, &dy, &rx));
+    float *rx_full = from_backend(be, rx->data, n);
+    // the first chunk through the general form with a state
+    int64_t s1[3] = {B, T1, C};
+    float *x1h = malloc(n1 * sizeof(float)), *dy1h = malloc(n1 * sizeof(float));
+    for (int64_t b = 0; b < B; b++) {
+        memcpy(x1h + b * T1 * C, xh + b * T * C, (size_t)(T1 * C) * sizeof(float));
+        memcpy(dy1h + b * T1 * C, dyh + b * T * C, (size_t)(T1 * C) * sizeof(float));
+    }
+    strix_tensor x1 = tensor_from_host(be, 3, s1, x1h), dy1 = tensor_from_host(be, 3, s1, dy1h);
+    strix_module_state *st;
+    OK(strix_module_state_new(m, &st));
+    strix_module_io io = strix_module_io_of(&x1);
+    io.state = st;
+    OK(strix_module_forward_ex(m, &io));
+    OK(strix_params_zero_grad(&ps));
+    io = strix_module_io_of(&dy1);
+    OK(strix_module_backward_ex(m, &io));
+    assert_int_equal(io.n_out, 1);
+    float *dx1 = from_backend(be, io.out[0]->data, n1), *g1 = from_backend(be, ps.grad, ps.total);
+    io = strix_module_io_of(&dy1);
+    OK(strix_module_relevance_ex(m, &io));
+    float *rx1 = from_backend(be, io.out[0]->data, n1);
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t i = 0; i < T1 * C; i++) {
+            float a = dx1[b * T1 * C + i], e = dx_full[b * T * C + i];
+            assert_true(fabs(a - e) <= 1e-6 + 1e-5 * fabs(e)); /* cpu-blas: GEMM rounding */
+            a = rx1[b * T1 * C + i], e = rx_full[b * T * C + i];
+            if (!(fabs(a - e) <= GOLD_ATOL + GOLD_RTOL * fabs(e))) /* divides amplify it */
+                fail_msg("r_x[%lld]: chunk %.9g full %.9g", (long long)i, a, e);
+        }
+    for (size_t i = 0; i < ps.total; i++)
+        assert_true(fabs(g1[i] - g_full[i]) <= 1e-6 + 1e-5 * fabs(g_full[i]));
+    // a second chunk continues from the state; its backward and relevance have its shape
+    io = strix_module_io_of(&x1);
+    io.state = st;
+    OK(strix_module_forward_ex(m, &io));
+    io = strix_module_io_of(&dy1);
+    OK(strix_module_backward_ex(m, &io));
+    assert_int_equal((size_t)strix_tensor_numel(io.out[0]), n1);
+    io = strix_module_io_of(&dy1);
+    OK(strix_module_relevance_ex(m, &io));
+    assert_int_equal((size_t)strix_tensor_numel(io.out[0]), n1);
+    strix_module_state_free(m, st);
+    float *hs[] = {xh, dyh, dx_full, g_full, rx_full, x1h, dy1h, dx1, g1, rx1};
+    for (size_t i = 0; i < sizeof hs / sizeof hs[0]; i++) free(hs[i]);
+    strix_tensor *ts[] = {&x, &dy, &x1, &dy1};
+    for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) strix_tensor_free(ts[i]);
     strix_module_free(m);
     strix_params_free(&ps);
     tl_golden_free(&gf);
@@ -656,6 +740,7 @@ int main(void) {
         BACKEND_TEST(test_model_golden),
         BACKEND_TEST(test_state_dict_from_transformers),
         BACKEND_TEST(test_state_steps_equal_full),
+        BACKEND_TEST(test_state_backward_and_relevance),
         BACKEND_TEST(test_finite_differences),
         BACKEND_TEST(test_lrp_golden),
         BACKEND_TEST(test_lrp_conservation_and_reach),
