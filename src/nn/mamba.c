@@ -9,9 +9,10 @@
  * contiguously into xsh_k, kept for backward and relevance) by w[:,k] broadcast over the rows,
  * and the taps are added in ascending k; there is no conv primitive for this, so it is
  * copy_2d + mul + add per tap (O(K·B·T·E)). The selective scan is strix_ssm_pass
- * (MAMBA_FORWARD with the state's h0, MAMBA_BACKWARD, MAMBA_GRAD_BC, REVERSE_TIME_SUM,
- * MAMBA_LRP, STABILIZED_DIV); the Linears and the RMSNorm are the library's modules, children
- * of the block. Does not do: the CUDA fast path (cuda_kernels_forward), dropout, the
+ * (MAMBA_FORWARD with the state's h0, MAMBA_BACKWARD, MAMBA_GRAD_BC, MAMBA_LRP,
+ * STABILIZED_DIV; A's per-step terms are reduced by column_sums); the Linears and the RMSNorm
+ * are the library's modules, owned by the block (not exposed as children: the explainers see
+ * one leaf with one rule). Does not do: the CUDA fast path (cuda_kernels_forward), dropout, the
  * embedding/head (the character-LM wrapper builds them).
  */
 #include <math.h>
