@@ -20,7 +20,8 @@
  *     float64 on the transformers block; strix with bias_in_denominator and eps 1e-9, which is
  *     the same rule) per block and for the two blocks stacked; conservation (default rule: Σ r_x
  *     = Σ r_y to 1e-4 rel; with the conv bias in the denominator the gap is measured and
- *     bounded); relevance seeded at the last step reaches t = 0;
+ *     bounded); relevance seeded at the last step reaches t = 0; strix_lrp_assign treats the
+ *     block as one leaf (epsilon; a gamma rule refused);
  *  6. init (MambaPreTrainedModel._init_weights): A_log = log(1..S), D = 1, softplus(dt bias) in
  *     [dt_min, dt_max], uniform bounds, the out_proj rescale; names, shapes, decay flags; errors.
  */
@@ -37,6 +38,7 @@
 #include "nn_testutil.h"
 #include "strix/layers.h"
 #include "strix/loss.h"
+#include "strix/lrp.h"
 #include "strix/mamba.h"
 #include "strix/state_dict.h"
 
@@ -521,6 +523,11 @@ static void test_lrp_golden(void **state) {
     tl_golden_free(&gf);
 }
 
+static strix_lrp_rule gamma_everywhere(int index, const strix_module *m, void *user) {
+    (void)index, (void)m, (void)user;
+    return strix_lrp_gamma(0.25f);
+}
+
 static void test_lrp_conservation_and_reach(void **state) {
     strix_backend *be = *state;
     tl_golden gf;
@@ -581,6 +588,14 @@ static void test_lrp_conservation_and_reach(void **state) {
     blk[0]->rule.gamma = 0.25f;
     const strix_tensor *r;
     assert_int_equal(strix_module_relevance(blk[0], &ry, &r), STRIX_ERR_UNSUPPORTED);
+    // the explainers see the block as one leaf (not a Linear): a composite gives it the epsilon
+    // rule of weightless modules; a custom gamma rule is refused
+    strix_lrp_composite gam_c = strix_lrp_composite_uniform(strix_lrp_gamma(0.25f));
+    OK(strix_lrp_assign(blk[0], &gam_c));
+    assert_int_equal(blk[0]->rule.kind, STRIX_LRP_EPSILON);
+    OK(strix_lrp_check(blk[0]));
+    strix_lrp_composite cus_c = strix_lrp_composite_custom(gamma_everywhere, NULL);
+    assert_int_equal(strix_lrp_assign(blk[0], &cus_c), STRIX_ERR_UNSUPPORTED);
     blk[0]->rule = rule_of(1e-6f, false);
     strix_tensor bad;
     int64_t sb[3] = {GB, GT - 1, GC};

@@ -196,7 +196,6 @@ strix_status strix_mamba_block_new(strix_params *ps, const char *prefix,
     if (!m) return NN_ALLOC_FAIL(WHO);
     m->base.vt = &mamba_vt;
     m->base.be = ps->be;
-    m->base.rule = (strix_lrp_rule){.kind = STRIX_LRP_EPSILON, .epsilon = 1e-6f};
     m->cfg = c;
     int C = c.d_model, E = c.expand * c.d_model, S = c.d_state, K = c.d_conv, R = c.dt_rank;
     m->d_inner = E;
