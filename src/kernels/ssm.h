@@ -42,7 +42,9 @@ STRIX_HD static inline void strix_mamba_forward_lane(const strix_ssm_args *a, si
     const float *A = a->in[4] + c * S, *Dv = a->in[5];
     float *delta_out = a->out[0], *abar_out = a->out[1], *bbar_out = a->out[2];
     float *h = a->out[3], *y_out = a->out[4];
-    for (size_t j = 0; j < S; j++) h[strix_ssm_state_at(b, 0, c, j, L, D, S)] = 0.0f;
+    const float *h0 = a->in[6]; /* optional initial state (n, d, s); NULL: zeros */
+    for (size_t j = 0; j < S; j++)
+        h[strix_ssm_state_at(b, 0, c, j, L, D, S)] = h0 ? h0[(b * D + c) * S + j] : 0.0f;
     for (size_t t = 0; t < L; t++) {
         size_t idx = (b * L + t) * D + c, row = (b * L + t) * S;
         float delta = strix_ssm_softplus(z[idx]);

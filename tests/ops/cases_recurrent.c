@@ -115,6 +115,14 @@ static void ssm(op_run *run, strix_ssm_op op, const strix_ssm_args *a) {
     OK(strix_ssm_pass(run->be, op, a));
 }
 
+/* A malloc'ed host copy of n backend floats. */
+static float *host_copy_of(op_run *run, const float *device, size_t n) {
+    float *h = malloc(n * sizeof(float));
+    assert_non_null(h);
+    OK(strix_copy(run->be, h, device, n * sizeof(float), STRIX_COPY_D2H));
+    return h;
+}
+
 static void run_ssm_mamba(op_run *run) {
     strix_ssm_args a = ssm_dims(run, "x", "B");
     size_t nld = a.n * a.l * a.d, nls = a.n * a.l * a.s, seq_s = nld * a.s;
@@ -132,6 +140,36 @@ static void run_ssm_mamba(op_run *run) {
     collect(run, "mamba Bbar", "bbar", bbar, seq_s, false);
     collect(run, "mamba states", "states", states, st_n, false);
     collect(run, "mamba y", "y", y, nld, false);
+    /* the optional h0 (in[6]): steps l1.. started from the state this backend wrote at l1 give
+     * the same bits as the whole pass (first l1 steps of y2 copied from y) */
+    {
+        size_t l1 = a.l / 2, l2 = a.l - l1, ds = a.d * a.s;
+        float *h0 = output(run, a.n * ds), *y2 = output(run, nld);
+        float *part[4], *src[4] = {x, z, B, C};
+        size_t w[4] = {a.d, a.d, a.s, a.s};
+        OK(strix_copy_2d(run->be, h0, ds, states + l1 * ds, (a.l + 1) * ds, a.n, ds));
+        for (int k = 0; k < 4; k++) {
+            part[k] = output(run, a.n * l2 * w[k]);
+            OK(strix_copy_2d(run->be, part[k], l2 * w[k], src[k] + l1 * w[k], a.l * w[k], a.n,
+                             l2 * w[k]));
+        }
+        float *delta2 = output(run, a.n * l2 * a.d), *ab2 = output(run, a.n * l2 * ds);
+        float *bb2 = output(run, a.n * l2 * ds), *st2 = output(run, a.n * (l2 + 1) * ds);
+        float *yp = output(run, a.n * l2 * a.d);
+        strix_ssm_args c = a;
+        c.l = l2;
+        c.in[0] = part[0], c.in[1] = part[1], c.in[2] = part[2], c.in[3] = part[3];
+        c.in[4] = A, c.in[5] = Dv, c.in[6] = h0;
+        c.out[0] = delta2, c.out[1] = ab2, c.out[2] = bb2, c.out[3] = st2, c.out[4] = yp;
+        ssm(run, STRIX_SSM_MAMBA_FORWARD, &c);
+        OK(strix_copy_2d(run->be, y2, a.l * a.d, y, a.l * a.d, a.n, l1 * a.d));
+        OK(strix_copy_2d(run->be, y2 + l1 * a.d, a.l * a.d, yp, l2 * a.d, a.n, l2 * a.d));
+        collect(run, "mamba y from h0 (chunked)", "y", y2, nld, false);
+        float *yh = host_copy_of(run, y, nld), *y2h = host_copy_of(run, y2, nld);
+        assert_memory_equal(yh, y2h, nld * sizeof(float));
+        free(yh);
+        free(y2h);
+    }
     /* backward from the golden forward values */
     float *gy = input(run, "gy"), *g_delta = input(run, "delta"), *g_states = input(run, "states");
     float *g_abar = input(run, "abar"), *g_bbar = input(run, "bbar");

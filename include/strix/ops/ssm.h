@@ -35,7 +35,11 @@ typedef enum strix_ssm_op {
      * in[4] A (d,s), in[5] D (d) -> out[0] delta = softplus(z_delta) (n,l,d),
      * out[1] Abar = e^(delta·A) (n,l,d,s), out[2] Bbar = delta·B (n,l,d,s),
      * out[3] states h (n,l+1,d,s), h_t = Abar·h_{t-1} + Bbar·x, out[4] y (n,l,d) = D·x, then
-     * += C·h_t for s ascending. softplus(z) = z for z > 20, else log1p(e^z). */
+     * += C·h_t for s ascending. softplus(z) = z for z > 20, else log1p(e^z).
+     * Optional in[6] h0 (n,d,s): the initial state copied into state 0 (NULL: zeros), so a
+     * sequence split in chunks, each started from the last state of the one before, gives the
+     * bits of one pass over the whole (the Mamba block's decode steps). The passes below read
+     * state 0 from the states buffer like any other. */
     STRIX_SSM_MAMBA_FORWARD,
     /* Mamba BPTT, lanes (b, d), t descending, s ascending. in[0] gy (n,l,d), in[1] x, in[2] delta,
      * in[3] z_delta, in[4] states (n,l+1,d,s), in[5] Abar, in[6] Bbar, in[7] B, in[8] C, in[9] A,
@@ -165,7 +169,8 @@ typedef enum strix_ssm_op {
     STRIX_SSM_RWKV_STABLE_LRP
 } strix_ssm_op;
 
-/* Sequences are (n, l, X); states are (n, l+1, ...) with state 0 all zeros. */
+/* Sequences are (n, l, X); states are (n, l+1, ...) with state 0 all zeros (MAMBA_FORWARD: or
+ * its optional h0). */
 typedef struct strix_ssm_args {
     const float *in[12];
     float *out[10];
