@@ -8,7 +8,10 @@
  *     gradient methods (Gradient×Input sums to the gradient's dot product, IG completeness);
  *  5. learning: a few hundred AdamW steps on a periodic text drive the loss below a bound set
  *     before running;
- *  6. errors: bad configs, ids, decode tokens.
+ *  6. errors: bad configs, ids, decode tokens;
+ *  7. the reference models' state dicts (transformers' MambaForCausalLM and RwkvForCausalLM,
+ *     torchscale's RetNetDecoder; tools/ref/{mamba,rwkv,retnet}_ref.py) load into strix_seqlm
+ *     by name and give their logits and loss (1e-5 abs + 1e-4 rel).
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -25,12 +28,13 @@
 #include "strix/optim.h"
 #include "strix/lm.h"
 #include "strix/seqlm.h"
+#include "strix/state_dict.h"
 #include "strix/train.h"
 
 #define OK(expr) assert_int_equal((expr), STRIX_OK)
 
-static const strix_arch test_archs[] = {STRIX_ARCH_RNN, STRIX_ARCH_LSTM, STRIX_ARCH_GRU,
-                                        STRIX_ARCH_RETNET};
+static const strix_arch test_archs[] = {STRIX_ARCH_RNN,   STRIX_ARCH_LSTM, STRIX_ARCH_GRU,
+                                        STRIX_ARCH_MAMBA, STRIX_ARCH_RWKV, STRIX_ARCH_RETNET};
 #define N_ARCHS (sizeof test_archs / sizeof test_archs[0])
 
 static strix_seqlm_config tiny(strix_arch a) {
@@ -296,6 +300,71 @@ static void test_shakespeare(void **state) {
     strix_corpus_free(&corpus);
 }
 
+/* One reference model of tools/ref: its golden, state dict and the seqlm config it matches. */
+typedef struct ref_model {
+    strix_arch arch;
+    const char *golden, *state_dict;
+    bool strict;        /* torchscale's rel-pos buffers are not parameters: non-strict there */
+    bool shift_labels;  /* transformers' RWKV loss: labels = ids shifted left, last ignored */
+} ref_model;
+
+static void test_reference_state_dicts(void **state) {
+    strix_backend *be = *state;
+    const ref_model refs[] = {
+        {STRIX_ARCH_MAMBA, "tests/golden/mamba/model.bin", "tests/golden/mamba/model.st", true,
+         false},
+        {STRIX_ARCH_RWKV, "tests/golden/rwkv/model.bin", "tests/golden/rwkv/model.st", true,
+         true},
+        {STRIX_ARCH_RETNET, "tests/golden/retnet/lm.bin", "tests/golden/retnet/lm_torch.st",
+         false, false},
+    };
+    enum { B = 2, T = 7, V = 11 };
+    for (size_t k = 0; k < sizeof refs / sizeof refs[0]; k++) {
+        const ref_model *r = &refs[k];
+        /* the goldens' configs: d_model 8, 2 layers; mamba state 4, conv 3, expand 2; rwkv
+         * intermediate 16; retnet 2 heads, value dim and FFN 16 (= 2·d_model, the defaults) */
+        strix_seqlm_config c = strix_seqlm_config_default(r->arch);
+        c.vocab_size = V;
+        c.block_size = T;
+        c.n_layer = 2;
+        c.d_model = 8;
+        c.d_state = 4;
+        c.d_conv = 3;
+        c.expand = 2;
+        c.n_head = 2;
+        c.d_ff = 16;
+        strix_seqlm *m = NULL;
+        OK(strix_seqlm_new(be, &c, &m));
+        OK(strix_state_dict_load(strix_seqlm_params(m), r->state_dict, r->strict));
+        tl_golden gf;
+        assert_true(tl_golden_load(r->golden, &gf));
+        const tl_array *ids_a = tl_golden_get(&gf, "ids"), *logits_a = tl_golden_get(&gf, "logits");
+        const tl_array *loss_a = tl_golden_get(&gf, "loss");
+        assert_non_null(ids_a);
+        assert_non_null(logits_a);
+        assert_non_null(loss_a);
+        int32_t ids[B * T], tg[B * T];
+        const tl_array *tg_a = r->shift_labels ? NULL : tl_golden_get(&gf, "targets");
+        for (int i = 0; i < B * T; i++) {
+            ids[i] = (int32_t)ids_a->data[i];
+            tg[i] = tg_a ? (int32_t)tg_a->data[i] : -1;
+        }
+        if (r->shift_labels)
+            for (int b = 0; b < B; b++)
+                for (int t = 0; t + 1 < T; t++) tg[b * T + t] = ids[b * T + t + 1];
+        float loss = 0.0f;
+        OK(strix_seqlm_forward(m, ids, tg, B, T, &loss));
+        if (!check_backend(be, strix_arch_name(r->arch), strix_seqlm_logits(m), logits_a->data,
+                           (size_t)B * T * V, 1e-5, 1e-4))
+            fail_msg("%s: logits differ from the reference model's", strix_arch_name(r->arch));
+        print_message("%s: loss %.7f, reference %.7f\n", strix_arch_name(r->arch), loss,
+                      loss_a->data[0]);
+        assert_true(fabs(loss - loss_a->data[0]) <= 1e-5 + 1e-4 * fabs(loss_a->data[0]));
+        tl_golden_free(&gf);
+        strix_seqlm_free(m);
+    }
+}
+
 static void test_errors(void **state) {
     strix_backend *be = *state;
     strix_seqlm *m = NULL;
@@ -328,7 +397,7 @@ int main(void) {
         BACKEND_TEST(test_names),   BACKEND_TEST(test_finite_differences),
         BACKEND_TEST(test_decode_matches_forward), BACKEND_TEST(test_explain),
         BACKEND_TEST(test_learns),  BACKEND_TEST(test_shakespeare),
-        BACKEND_TEST(test_errors),
+        BACKEND_TEST(test_reference_state_dicts), BACKEND_TEST(test_errors),
     };
     return run_on_each_backend("seqlm", tests, sizeof tests / sizeof tests[0]) ? 1 : 0;
 }

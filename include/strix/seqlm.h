@@ -9,10 +9,23 @@
  *   rnn, lstm, gru  encoder.weight, rnn.* (one torch.nn.RNN/LSTM/GRU of n_layer layers, hidden
  *                   `hidden`), norm.{weight,bias} (LayerNorm over hidden), decoder.{weight,bias}
  *                   (PyTorch's word_language_model example plus the norm)
+ *   mamba           transformers' MambaForCausalLM: backbone.embeddings, backbone.layers.<i>
+ *                   (strix/mamba.h: d_state, d_conv, expand), backbone.norm_f (RMSNorm),
+ *                   lm_head tied to the embedding
+ *   rwkv            transformers' RwkvForCausalLM: rwkv.embeddings, rwkv.blocks.<i> (strix/rwkv.h;
+ *                   channel-mix width d_ff, 0: 4·d_model), rwkv.ln_out (LayerNorm), head
+ *   retnet          torchscale's RetNetDecoder: embed_tokens, layers.<i> (strix/retnet.h: n_head
+ *                   heads, value dim 2·d_model, FFN d_ff, 0: 2·d_model), layer_norm (RMSNorm),
+ *                   output_projection (its rel-pos buffers are computed, not stored: load its
+ *                   state dict non-strictly)
+ * A state dict of the reference model of the same shape loads unchanged (strix/state_dict.h) and
+ * gives its logits (tests/test_seqlm.c).
  * Training windows start from the zero state (truncated backpropagation through the window).
  * Generation is stateful: strix_seqlm_decode_step feeds one token through every block's state
  * (the RNN's h and c, an SSM's state), O(1) per character whatever the context length, and gives
- * the logits the full forward gives at that position (bit-identical for the RNN family).
+ * the logits the full forward gives at that position (bit-identical for the RNN family, Mamba
+ * and RWKV on the "cpu" backend; to rounding for RetNet, whose training forward is its parallel
+ * form and whose decode step its recurrent one).
  *
  * Module contracts as strix/nn.h; all computation on the backend primitives. Not here: the
  * checkpoint format (strix/checkpoint.h), the generic model handle the command uses (strix/lm.h).
@@ -55,7 +68,8 @@ typedef struct strix_seqlm_config {
     int d_conv;         /* mamba: causal conv taps (default 4) */
     int expand;         /* mamba: d_inner = expand·d_model (default 2) */
     int n_head;         /* retnet: heads (default 4) */
-    int d_ff;           /* rwkv: channel-mix width, retnet: FFN width (0: 4·d_model) */
+    int d_ff;           /* rwkv: channel-mix width (0: 4·d_model), retnet: FFN width (0:
+                         * 2·d_model) */
     bool tie_weights;   /* head shares the embedding (mamba's default) */
 } strix_seqlm_config;
 

@@ -6,8 +6,10 @@
 #include <stdio.h>
 
 #include "seqlm_internal.h"
+#include "strix/mamba.h"
 #include "strix/recurrent.h"
 #include "strix/retnet.h"
+#include "strix/rwkv.h"
 
 // ---- RNN, LSTM, GRU: one torch.nn recurrent module of n_layer layers ---------------------------
 
@@ -46,6 +48,69 @@ static strix_status init_blocks(strix_seqlm *m, uint64_t seed,
     for (int i = 0; i < m->n_blocks; i++)
         STRIX_TRY(init(m->blocks[i], strix_seed_derive(seed, (uint64_t)i)));
     return STRIX_OK;
+}
+
+// ---- Mamba: transformers' MambaForCausalLM blocks ----------------------------------------------
+
+static strix_mamba_config mamba_layer(const strix_seqlm_config *c, int layer) {
+    strix_mamba_config b = strix_mamba_config_default(c->d_model);
+    b.d_state = c->d_state;
+    b.d_conv = c->d_conv;
+    b.expand = c->expand;
+    b.n_layer = c->n_layer;
+    b.layer_idx = layer;
+    return b;
+}
+
+static strix_status mamba_check(const strix_seqlm_config *c) {
+    if (c->d_state < 1 || c->d_state > 4096 || c->d_conv < 1 || c->d_conv > 64 ||
+        c->expand < 1 || c->expand > 64)
+        return strix_error(STRIX_ERR_ARG, "seqlm: mamba needs d_state in [1, 4096] (got %d), "
+                           "d_conv in [1, 64] (got %d) and expand in [1, 64] (got %d)",
+                           c->d_state, c->d_conv, c->expand);
+    return STRIX_OK;
+}
+
+static strix_status mamba_build(strix_seqlm *m) {
+    for (int l = 0; l < m->cfg.n_layer; l++) {
+        char prefix[48];
+        block_prefix(prefix, sizeof prefix, "backbone.layers", l);
+        strix_mamba_config b = mamba_layer(&m->cfg, l);
+        STRIX_TRY(strix_mamba_block_new(&m->params, prefix, &b, &m->blocks[m->n_blocks]));
+        m->n_blocks++;
+    }
+    m->out_dim = m->cfg.d_model;
+    return STRIX_OK;
+}
+
+static strix_status mamba_init(strix_seqlm *m, uint64_t seed) {
+    return init_blocks(m, seed, strix_mamba_block_init);
+}
+
+// ---- RWKV: transformers' RwkvForCausalLM blocks ------------------------------------------------
+
+static strix_status rwkv_check(const strix_seqlm_config *c) {
+    if (c->d_ff < 0) return strix_error(STRIX_ERR_ARG, "seqlm: d_ff %d < 0", c->d_ff);
+    return STRIX_OK;
+}
+
+static strix_status rwkv_build(strix_seqlm *m) {
+    for (int l = 0; l < m->cfg.n_layer; l++) {
+        char prefix[32];
+        block_prefix(prefix, sizeof prefix, "rwkv.blocks", l);
+        strix_rwkv_config b = strix_rwkv_config_default(m->cfg.d_model);
+        if (m->cfg.d_ff > 0) b.intermediate_size = m->cfg.d_ff;
+        b.layer = l;
+        b.n_layer = m->cfg.n_layer;
+        STRIX_TRY(strix_rwkv_block_new(&m->params, prefix, &b, &m->blocks[m->n_blocks]));
+        m->n_blocks++;
+    }
+    m->out_dim = m->cfg.d_model;
+    return STRIX_OK;
+}
+
+static strix_status rwkv_init(strix_seqlm *m, uint64_t seed) {
+    return init_blocks(m, seed, strix_rwkv_block_init);
 }
 
 // ---- RetNet: torchscale's RetNetDecoder layers -------------------------------------------------
@@ -87,6 +152,16 @@ static const seqlm_arch archs[] = {
     RNN_ENTRY(STRIX_ARCH_RNN),
     RNN_ENTRY(STRIX_ARCH_LSTM),
     RNN_ENTRY(STRIX_ARCH_GRU),
+    /* MambaForCausalLM: backbone.embeddings N(0, initializer_range 0.1), backbone.layers.<i>,
+     * the RMSNorm backbone.norm_f (eps 1e-5), lm_head tied to the embedding (no bias) */
+    {.arch = STRIX_ARCH_MAMBA, .embed = "backbone.embeddings", .norm = "backbone.norm_f",
+     .head = "lm_head", .embed_std = 0.1f, .rms_norm = true, .norm_eps = 1e-5f,
+     .head_bias = false, .check = mamba_check, .build = mamba_build, .init = mamba_init},
+    /* RwkvForCausalLM: rwkv.embeddings (nn.Embedding's N(0, 1)), rwkv.blocks.<i> (block 0 with
+     * pre_ln), the LayerNorm rwkv.ln_out (eps 1e-5), head without bias, not tied */
+    {.arch = STRIX_ARCH_RWKV, .embed = "rwkv.embeddings", .norm = "rwkv.ln_out", .head = "head",
+     .embed_std = 1.0f, .rms_norm = false, .norm_eps = 1e-5f, .head_bias = false,
+     .check = rwkv_check, .build = rwkv_build, .init = rwkv_init},
     /* torchscale's RetNetDecoder: embed_tokens (no embedding scale), layers.<i>, the final
      * RMSNorm layer_norm (eps 1e-6), output_projection N(0, d^-1/2) without bias */
     {.arch = STRIX_ARCH_RETNET, .embed = "embed_tokens", .norm = "layer_norm",
