@@ -19,7 +19,8 @@
  *  6. torch's parameter names, order, shapes and init bounds; errors for bad sizes and shapes;
  *  7. relevance (LRP, Arras et al. 2019): input, h0 and c0 relevance against a float64 numpy
  *     transcription of the rule (tools/ref/recurrent_lrp_ref.py; LSTM and GRU, 1 layer and 2
- *     layers bidirectional, RNN 2 layers bidirectional) within 1e-5 abs + 1e-4 rel,
+ *     layers bidirectional, RNN tanh and relu and LSTM with projections 2 layers bidirectional)
+ *     within 1e-5 abs + 1e-4 rel,
  *     conservation with the gap measured and bounded, relevance seeded at the last step
  *     reaching t = 0, errors;
  *  8. learning: issue 12's running-parity task (6 sequences of 10 bits), LSTM and GRU 60/60.
@@ -783,26 +784,31 @@ typedef struct lcase {
     strix_rnn_mode mode;
     int layers;
     bool bidirectional;
+    int proj_size;
 } lcase;
 
 /* Input, h0 and c0 relevance of tools/ref/recurrent_lrp_ref.py's float64 transcription of the
- * rule (LSTM and GRU 1 layer, LSTM, GRU, RNN 2 layers bidirectional; B=2, T=4, I=3, H=5, torch
+ * rule (LSTM and GRU 1 layer; LSTM, GRU, RNN tanh and relu, LSTM with proj_size 3, 2 layers
+ * bidirectional; B=2, T=4, I=3, H=5, torch
  * init with biases, eps 1e-2: with 1e-3 one input of gru_lrp_2l_bi sits on a near-zero
  * denominator and float32 misses it by 2e-3), through relevance_ex. */
 static void test_lrp_golden(void **state) {
     strix_backend *be = *state;
-    static const lcase lc[] = {{"lstm_lrp_1l", STRIX_RNN_LSTM, 1, false},
-                               {"gru_lrp_1l", STRIX_RNN_GRU, 1, false},
-                               {"lstm_lrp_2l_bi", STRIX_RNN_LSTM, 2, true},
-                               {"gru_lrp_2l_bi", STRIX_RNN_GRU, 2, true},
-                               {"rnn_lrp_2l_bi", STRIX_RNN_TANH, 2, true}};
+    static const lcase lc[] = {{"lstm_lrp_1l", STRIX_RNN_LSTM, 1, false, 0},
+                               {"gru_lrp_1l", STRIX_RNN_GRU, 1, false, 0},
+                               {"lstm_lrp_2l_bi", STRIX_RNN_LSTM, 2, true, 0},
+                               {"gru_lrp_2l_bi", STRIX_RNN_GRU, 2, true, 0},
+                               {"rnn_lrp_2l_bi", STRIX_RNN_TANH, 2, true, 0},
+                               {"rnn_relu_lrp_2l_bi", STRIX_RNN_RELU, 2, true, 0},
+                               {"lstm_proj_lrp_2l_bi", STRIX_RNN_LSTM, 2, true, 3}};
     for (size_t ci = 0; ci < sizeof lc / sizeof lc[0]; ci++) {
         const lcase *c = &lc[ci];
         bool lstm = c->mode == STRIX_RNN_LSTM;
         tl_golden gf;
         load_golden(c->file, &gf);
         built b;
-        strix_rnn *m = build_sized(&b, be, c->mode, 3, 5, c->layers, c->bidirectional, true);
+        strix_rnn *m = build_proj(&b, be, c->mode, 3, 5, c->layers, c->bidirectional, true,
+                                  c->proj_size);
         load_params(&gf, &b.ps);
         set_epsilon(m, need(&gf, "eps")->data[0]);
         strix_tensor x = from_golden(be, need(&gf, "x")), h0 = from_golden(be, need(&gf, "h0"));
