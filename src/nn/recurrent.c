@@ -394,11 +394,17 @@ static strix_status dir_forward(strix_rnn *m, int l, int d, const float *in, siz
         size_t sprev = d == 0 ? t : t + 1, sout = d == 0 ? t + 1 : t;
         const float *hprev = rd->hs.data + sprev * BHr;
         float *hout = rd->hs.data + sout * BHr;
-        for (size_t g = 0; g < G; g++) {
-            float *tgt = (gru && g == 2) ? rd->hn.data + t * BH : P + g * TBH + t * BH;
-            STRIX_TRY(strix_gemm_ex(be, hprev, false, whh + g * H * Hr, true, tgt, B, Hr, H,
-                                    1.0f));
-        }
+        // P[g][t] (B, H) += h_prev · W_hh[g]ᵀ for every gate in one batched call (GRU's n
+        // block goes to hn instead, a call of its own)
+        size_t Gb = gru ? 2 : G;
+        strix_gemm_batch rb = {.a = hprev, .lda = Hr, .stride_a = 0, .ta = false,
+                               .b = whh, .ldb = Hr, .stride_b = H * Hr, .tb = true,
+                               .c = P + t * BH, .ldc = H, .stride_c = TBH,
+                               .m = B, .k = Hr, .n = H, .batch = Gb, .alpha = 1.0f, .beta = 1.0f};
+        STRIX_TRY(strix_gemm_batched(be, &rb));
+        if (gru)
+            STRIX_TRY(strix_gemm_ex(be, hprev, false, whh + 2 * H * Hr, true,
+                                    rd->hn.data + t * BH, B, Hr, H, 1.0f));
         float *p0 = P + t * BH, *p1 = p0 + TBH, *p2 = p1 + TBH, *p3 = p2 + TBH;
         strix_cell_args a = {{0}, {0}, 0.0f};
         if (is_elman(mode)) {
