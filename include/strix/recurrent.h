@@ -30,8 +30,8 @@
  * Layout: with batch_first (strix_rnn_config_default sets it, the strix layout (B,T,·) used
  * everywhere in the library) x is (B,T,I) and y is (B,T,dirs·Hr); without it (PyTorch's default,
  * batch_first=False) x is (T,B,I) and y (T,B,dirs·Hr). h0/h_n are (L·dirs, B, Hr) and c0/c_n
- * (L·dirs, B, H) in either layout, index l·dirs + d, as in torch. Computation runs time-major on backend
- * primitives (GEMMs, strix_recurrent_cell of strix/ops/recurrent.h).
+ * (L·dirs, B, H) in either layout, index l·dirs + d, as in torch. Computation runs time-major on
+ * backend primitives (GEMMs, strix_recurrent_cell of strix/ops/recurrent.h).
  *
  * Module contracts as strix/nn.h: forward keeps a pointer to x (leave it unchanged until
  * backward) and returns buffers the module owns (valid until its next forward); backward adds
@@ -125,7 +125,8 @@ STRIX_API strix_status strix_rnn_new(strix_params *ps, const char *prefix,
 /* y, h_n, c_n = module(x, h0, c0) (torch's output, (h_n, c_n) for LSTM; output, h_n for RNN and
  * GRU). x (B,T,I) with batch_first, else (T,B,I); h0 (L·dirs, B, Hr), c0 (L·dirs, B, H) or
  * NULL (zeros); c0 only for LSTM. *y (B,T,dirs·Hr) or (T,B,dirs·Hr), *h_n (L·dirs, B, Hr), *c_n
- * (L·dirs, B, H; NULL unless LSTM) are the module's buffers; any out pointer may be NULL. Errors as the header says. */
+ * (L·dirs, B, H; NULL unless LSTM) are the module's buffers; any out pointer may be NULL.
+ * Errors as the header says. */
 STRIX_API strix_status strix_rnn_forward(strix_rnn *m, const strix_tensor *x,
                                          const strix_tensor *h0, const strix_tensor *c0,
                                          const strix_tensor **y, const strix_tensor **h_n,

@@ -408,8 +408,8 @@ static strix_status dir_forward(strix_rnn *m, int l, int d, const float *in, siz
         float *p0 = P + t * BH, *p1 = p0 + TBH, *p2 = p1 + TBH, *p3 = p2 + TBH;
         strix_cell_args a = {{0}, {0}, 0.0f};
         if (is_elman(mode)) {
-            STRIX_TRY(strix_elementwise(be, mode == STRIX_RNN_RELU ? STRIX_ACT_RELU : STRIX_ACT_TANH,
-                                        p0, hout, BH));
+            strix_act act = mode == STRIX_RNN_RELU ? STRIX_ACT_RELU : STRIX_ACT_TANH;
+            STRIX_TRY(strix_elementwise(be, act, p0, hout, BH));
         } else if (mode == STRIX_RNN_LSTM) {
             STRIX_TRY(strix_elementwise(be, STRIX_ACT_SIGMOID, p0, p0, BH));
             STRIX_TRY(strix_elementwise(be, STRIX_ACT_SIGMOID, p1, p1, BH));

@@ -20,9 +20,10 @@ directions' input relevance summed; RNN (tanh or relu) hands R_h to z, split as 
 LSTM with proj_size: h = u·W_hrᵀ, u = o·tanh(c), R_u_j = Σ_k u_j·W_hr,kj/stab(h_k)·R_h_k, and
 R_u goes on to c as R_h does without projections.
 stab(z) = z + eps·sign(z), sign(0) = +1.
-Arrays: x, h0, c0 (LSTM), eps, r_y (B,T,dirs·Hr), r_h_n, r_c_n (LSTM) the seeded relevance,
-the outputs r_x, r_h0, r_c0 (LSTM), "param.<name>" for every parameter. Sizes B=2, T=4, I=3,
-H=5 (Hr = proj_size 3 for lstm_proj, else H), eps 1e-2. This script does not test strix and is not needed to run the tests.
+Arrays: x, h0, c0 (LSTM), eps, r_y (B,T,dirs·Hr), r_h_n, r_c_n (LSTM) the seeded
+relevance, the outputs r_x, r_h0, r_c0 (LSTM), "param.<name>" for every parameter. Sizes B=2,
+T=4, I=3, H=5 (Hr = proj_size 3 for lstm_proj, else H), eps 1e-2. This script does not test
+strix and is not needed to run the tests.
 """
 import os
 import sys
