@@ -659,10 +659,41 @@ static void test_names_and_init(void **state) {
     OK(strix_params_init(&b.ps, 3));
     float *wr = from_backend(be, m->weight_hr[1]->data, (size_t)m->weight_hr[1]->numel);
     maxabs = 0.0;
-    for (size_t i = 0; i < (size_t)m->weight_hr[1]->numel; i++) maxabs = fmax(maxabs, fabs(wr[i]));
+    for (size_t i = 0; i < (size_t)m->weight_hr[1]->numel; i++)
+        maxabs = fmax(maxabs, fabs(wr[i]));
     assert_true(maxabs <= bound + 1e-7); // U(-1/sqrt(H), 1/sqrt(H)), H = hidden_size
     assert_true(maxabs > 0.8 * bound);
     free(wr);
+    release(&b);
+    // reset_parameters: the module's parameters only, from the seed, within the bound
+    strix_linear *other;
+    begin(&b, be);
+    cfg = strix_rnn_config_default(STRIX_RNN_LSTM, 5, 9);
+    cfg.proj_size = 4;
+    OK(strix_rnn_new(&b.ps, "lm", &cfg, &m));
+    b.m = &m->base;
+    OK(strix_linear_new_default(&b.ps, "head", 4, 2, true, &other));
+    OK(strix_params_alloc(&b.ps));
+    OK(strix_params_init(&b.ps, 5));
+    float *before = from_backend(be, b.ps.data, b.ps.total);
+    OK(strix_rnn_reset_parameters(m, 11));
+    float *once = from_backend(be, b.ps.data, b.ps.total);
+    OK(strix_rnn_reset_parameters(m, 11));
+    float *twice = from_backend(be, b.ps.data, b.ps.total);
+    assert_memory_equal(once, twice, b.ps.total * sizeof(float)); // the seed alone decides
+    size_t head_at = other->weight->offset, changed = 0;
+    for (size_t i = 0; i < b.ps.total; i++) {
+        if (i >= head_at) assert_true(once[i] == before[i]); // the head is left alone
+        else {
+            changed += once[i] != before[i];
+            assert_true(fabs(once[i]) <= bound + 1e-7);
+        }
+    }
+    assert_true(changed > head_at * 9 / 10);
+    free(before);
+    free(once);
+    free(twice);
+    strix_module_free(&other->base);
     release(&b);
     // RNN with relu: type "RNN", torch's names
     begin(&b, be);

@@ -122,6 +122,13 @@ STRIX_API strix_rnn_config strix_rnn_config_default(strix_rnn_mode mode, int inp
 STRIX_API strix_status strix_rnn_new(strix_params *ps, const char *prefix,
                                      const strix_rnn_config *cfg, strix_rnn **out);
 
+/* torch's RNNBase.reset_parameters: redraws every parameter of this module (the k-th in torch's
+ * order from the stream strix_seed_derive(seed, k) of strix/core.h) from U(−1/sqrt(H),
+ * 1/sqrt(H)), H = hidden_size, the same distribution as strix_params_init gives them (the
+ * values differ from torch's). Other parameters of the block are left alone. The block must be
+ * allocated (strix_params_alloc). STRIX_ERR_ALLOC, or the copy's status. */
+STRIX_API strix_status strix_rnn_reset_parameters(strix_rnn *m, uint64_t seed);
+
 /* y, h_n, c_n = module(x, h0, c0) (torch's output, (h_n, c_n) for LSTM; output, h_n for RNN and
  * GRU). x (B,T,I) with batch_first, else (T,B,I); h0 (L·dirs, B, Hr), c0 (L·dirs, B, H) or
  * NULL (zeros); c0 only for LSTM. *y (B,T,dirs·Hr) or (T,B,dirs·Hr), *h_n (L·dirs, B, Hr), *c_n

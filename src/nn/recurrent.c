@@ -306,6 +306,32 @@ strix_status strix_rnn_new(strix_params *ps, const char *prefix, const strix_rnn
     return STRIX_OK;
 }
 
+strix_status strix_rnn_reset_parameters(strix_rnn *m, uint64_t seed) {
+    STRIX_ASSERT(m->weight_ih[0]->data != NULL, "recurrent module: parameters not allocated");
+    double bound = 1.0 / sqrt((double)m->cfg.hidden_size);
+    int nd = m->cfg.num_layers * m->dirs;
+    uint64_t k = 0;
+    for (int i = 0; i < nd; i++) {
+        strix_param *ps[5] = {m->weight_ih[i], m->weight_hh[i], m->bias_ih[i], m->bias_hh[i],
+                              m->weight_hr[i]}; // torch's order
+        for (int j = 0; j < 5; j++) {
+            strix_param *p = ps[j];
+            if (!p) continue;
+            float *host = malloc((size_t)p->numel * sizeof *host);
+            if (!host) return NN_ALLOC_FAIL(mode_name(m->cfg.mode));
+            strix_rng rng;
+            strix_rng_seed(&rng, strix_seed_derive(seed, k++));
+            for (size_t e = 0; e < (size_t)p->numel; e++)
+                host[e] = (float)(bound * (2.0 * strix_rng_uniform(&rng) - 1.0));
+            strix_status s = strix_copy(m->base.be, p->data, host,
+                                        (size_t)p->numel * sizeof *host, STRIX_COPY_H2D);
+            free(host);
+            STRIX_TRY(s);
+        }
+    }
+    return STRIX_OK;
+}
+
 // ---- forward -----------------------------------------------------------------------------------
 
 /* STRIX_ERR_SHAPE unless t is (L·dirs, B, n): n = Hr for h states, H for c states. */
