@@ -16,7 +16,8 @@
  *     (every mode, LSTM also with projections);
  *  5. dropout between layers: eval mode is torch's no-dropout output, training masks come from
  *     (seed, offset) and differ from eval, finite differences through the masks;
- *  6. torch's parameter names, order, shapes and init bounds; errors for bad sizes and shapes;
+ *  6. torch's parameter names, order, shapes and init bounds (also weight_hr, and
+ *     strix_rnn_reset_parameters); errors for bad sizes, proj_size and shapes;
  *  7. relevance (LRP, Arras et al. 2019): input, h0 and c0 relevance against a float64 numpy
  *     transcription of the rule (tools/ref/recurrent_lrp_ref.py; LSTM and GRU, 1 layer and 2
  *     layers bidirectional, RNN tanh and relu and LSTM with projections 2 layers bidirectional)
