@@ -1,8 +1,7 @@
 /*
  * strix/recurrent.h - the recurrent modules of torch.nn: RNN (tanh or relu), LSTM (with optional
- * projections) and GRU, with PyTorch's
- * semantics, defaults and parameter names, so a state dict of torch.nn.LSTM/GRU/RNN loads
- * unchanged (strix/state_dict.h) and gives PyTorch's outputs.
+ * projections) and GRU, with PyTorch's semantics, defaults and parameter names, so a state dict
+ * of torch.nn.LSTM/GRU/RNN loads unchanged (strix/state_dict.h) and gives PyTorch's outputs.
  *
  * One module type, strix_rnn, covers them (torch's RNNBase); strix_rnn_config says which.
  * With Hr = proj_size if set (LSTM only), else H, per layer l and direction (suffix "" forward,
@@ -38,9 +37,10 @@
  * parameter grads (`+=`, none for frozen parameters) and sets the input gradients (`=`).
  * General form (strix_module_io): forward_ex takes in[0] = x and optionally in[1] = h0, in[2] =
  * c0 (LSTM), or a state (strix_module_state_new: h, c start at zeros and carry h_n, c_n from
- * one call to the next: T calls on (B,1,I) slices give the one call's y, h_n, c_n bit for bit
- * on the "cpu" backend, to rounding where the GEMM blocks by row count (cpu-blas), at O(1)
- * cost per step; the batch B is fixed by the state's first call, another B is
+ * one call to the next: for a unidirectional module T calls on (B,1,I) slices give the one
+ * call's y, h_n, c_n bit for bit on the "cpu" backend, to rounding where the GEMM blocks by
+ * row count (cpu-blas), at O(1) cost per step; a reverse direction runs over each call's slice
+ * alone, as torch does given that slice and h0; the batch B is fixed by the state's first call, another B is
  * STRIX_ERR_SHAPE); it sets out[0] = y, out[1] = h_n, out[2] = c_n (LSTM). backward_ex
  * takes in[0] = dy, in[1] = dh_n, in[2] = dc_n (NULL: zero) and sets out[0] = dx, and out[1] =
  * dh0, out[2] = dc0 when the forward took h0/c0 as inputs. The one-tensor forward is
