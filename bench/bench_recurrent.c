@@ -11,6 +11,13 @@
  * cpu_ms/step is the median process CPU time of a step (all threads; on a loaded machine it
  * says more about the work than the wall clock does), fwd_ms the median forward's share.
  *
+ * Measured (AMD EPYC, 2 threads, quiet machine, medians of 3 rounds of 6 steps, default size):
+ *   strix cpu-blas  LSTM 297 ms/step 13.8k tok/s   GRU 229 ms 17.9k tok/s
+ *   strix cpu       LSTM 374 ms      10.9k         GRU 285 ms 14.4k
+ *   torch 1.13 (Debian python3-torch)  LSTM 1969 ms 2.1k   GRU 1483 ms 2.8k
+ *   torch 2.x (pip wheel, MKL/oneDNN)  LSTM 224 ms 18.3k   GRU 317 ms 12.9k
+ * About 90% of a step is GEMM (perf), the input projections batched over all steps already.
+ *
  * Usage: bench_recurrent [--backend cpu|cpu-blas|cuda[:N]|hip[:N]] [--mode lstm|gru|both]
  *                        [--steps 10] [--warmup-steps 2] [--threads 2] [--batch 32] [--seq 128]
  *                        [--input 256] [--hidden 256] [--layers 2]
