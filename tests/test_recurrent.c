@@ -3,19 +3,25 @@
  * every CPU backend ("cpu", and "cpu-blas" when built):
  *  1. PyTorch goldens (tools/ref/recurrent_modules_ref.py, tests/golden/recurrent/): 1 and 2
  *     layers, bidirectional, with and without bias, with and without h0/c0, batch-first and
- *     time-major: y, h_n, c_n, dx, dh0, dc0 and every parameter gradient within 1e-5 abs +
- *     1e-4 rel, the torch parameters loaded by name;
+ *     time-major, RNN with tanh and relu, LSTM with and without proj_size: y, h_n, c_n, dx,
+ *     dh0, dc0 and every parameter gradient within 1e-5 abs + 1e-4 rel, the torch parameters
+ *     loaded by name; every parameter after 10 AdamW steps (LSTM, GRU, LSTM with projections)
+ *     against torch.optim.AdamW, same tolerance;
  *  2. torch's state dict (a safetensors file written from torch) loads with strict names and
  *     gives torch's outputs;
  *  3. the general form (strix_module_io): h0/c0 as inputs, and a state that carries h, c from
- *     one call to the next (two calls of 2 and 3 steps = one call of 5);
- *  4. finite differences of the input and every parameter on tiny 2-layer bidirectional models;
+ *     one call to the next (two calls of 2 and 3 steps = one call of 5; T calls of one step
+ *     = one call of T, bit for bit on "cpu"; another batch size is refused);
+ *  4. finite differences of the input and every parameter on tiny 2-layer bidirectional models
+ *     (every mode, LSTM also with projections);
  *  5. dropout between layers: eval mode is torch's no-dropout output, training masks come from
  *     (seed, offset) and differ from eval, finite differences through the masks;
- *  6. torch's parameter names, order, shapes and init bounds; errors for bad sizes and shapes;
+ *  6. torch's parameter names, order, shapes and init bounds (also weight_hr, and
+ *     strix_rnn_reset_parameters); errors for bad sizes, proj_size and shapes;
  *  7. relevance (LRP, Arras et al. 2019): input, h0 and c0 relevance against a float64 numpy
  *     transcription of the rule (tools/ref/recurrent_lrp_ref.py; LSTM and GRU, 1 layer and 2
- *     layers bidirectional, RNN 2 layers bidirectional) within 1e-5 abs + 1e-4 rel,
+ *     layers bidirectional, RNN tanh and relu and LSTM with projections 2 layers bidirectional)
+ *     within 1e-5 abs + 1e-4 rel,
  *     conservation with the gap measured and bounded, relevance seeded at the last step
  *     reaching t = 0, errors;
  *  8. learning: issue 12's running-parity task (6 sequences of 10 bits), LSTM and GRU 60/60.
@@ -57,6 +63,19 @@ static strix_tensor from_golden(strix_backend *be, const tl_array *a) {
     return tensor_from_host(be, a->ndim, a->shape, a->data);
 }
 
+/* A tensor of N(0, 1) values from rng, shape given. */
+static strix_tensor rand_tensor_of(strix_backend *be, strix_rng *rng, int ndim,
+                                   const int64_t *shape) {
+    size_t n = 1;
+    for (int d = 0; d < ndim; d++) n *= (size_t)shape[d];
+    float *h = malloc(n * sizeof *h);
+    assert_non_null(h);
+    fill_normal(rng, h, n, 0.0, 1.0);
+    strix_tensor t = tensor_from_host(be, ndim, shape, h);
+    free(h);
+    return t;
+}
+
 static int same_as(strix_backend *be, const tl_golden *gf, const char *name,
                    const strix_tensor *t) {
     const tl_array *a = need(gf, name);
@@ -66,28 +85,35 @@ static int same_as(strix_backend *be, const tl_golden *gf, const char *name,
     return check_backend(be, name, t->data, a->data, a->count, GOLD_ATOL, GOLD_RTOL) ? 0 : 1;
 }
 
+enum { GB = 3, GT = 5, GI = 7, GH = 6, GP = 5 }; /* the goldens' sizes (GP: proj_size) */
+
 typedef struct gcase {
     const char *file;
     strix_rnn_mode mode;
     int layers;
     bool bidirectional, bias, batch_first;
+    int proj_size; /* LSTM projections, 0 = off */
 } gcase;
 
 static const gcase cases[] = {
-    {"lstm_1l", STRIX_RNN_LSTM, 1, false, true, true},
-    {"lstm_2l_bi", STRIX_RNN_LSTM, 2, true, true, true},
-    {"lstm_2l_nobias", STRIX_RNN_LSTM, 2, false, false, true},
-    {"lstm_bi_time_major", STRIX_RNN_LSTM, 1, true, true, false},
-    {"gru_1l", STRIX_RNN_GRU, 1, false, true, true},
-    {"gru_2l_bi", STRIX_RNN_GRU, 2, true, true, true},
-    {"gru_2l_nobias", STRIX_RNN_GRU, 2, false, false, true},
-    {"gru_bi_time_major", STRIX_RNN_GRU, 1, true, true, false},
-    {"rnn_1l", STRIX_RNN_TANH, 1, false, true, true},
-    {"rnn_2l_bi", STRIX_RNN_TANH, 2, true, true, true},
-    {"rnn_1l_nobias", STRIX_RNN_TANH, 1, false, false, true},
+    {"lstm_1l", STRIX_RNN_LSTM, 1, false, true, true, 0},
+    {"lstm_2l_bi", STRIX_RNN_LSTM, 2, true, true, true, 0},
+    {"lstm_2l_nobias", STRIX_RNN_LSTM, 2, false, false, true, 0},
+    {"lstm_bi_time_major", STRIX_RNN_LSTM, 1, true, true, false, 0},
+    {"gru_1l", STRIX_RNN_GRU, 1, false, true, true, 0},
+    {"gru_2l_bi", STRIX_RNN_GRU, 2, true, true, true, 0},
+    {"gru_2l_nobias", STRIX_RNN_GRU, 2, false, false, true, 0},
+    {"gru_bi_time_major", STRIX_RNN_GRU, 1, true, true, false, 0},
+    {"rnn_1l", STRIX_RNN_TANH, 1, false, true, true, 0},
+    {"rnn_2l_bi", STRIX_RNN_TANH, 2, true, true, true, 0},
+    {"rnn_1l_nobias", STRIX_RNN_TANH, 1, false, false, true, 0},
+    {"rnn_relu_1l", STRIX_RNN_RELU, 1, false, true, true, 0},
+    {"rnn_relu_2l_bi", STRIX_RNN_RELU, 2, true, true, true, 0},
+    {"lstm_proj_1l", STRIX_RNN_LSTM, 1, false, true, true, GP},
+    {"lstm_proj_2l_bi", STRIX_RNN_LSTM, 2, true, true, true, GP},
+    {"lstm_proj_bi_time_major", STRIX_RNN_LSTM, 1, true, false, false, GP},
 };
 
-enum { GB = 3, GT = 5, GI = 7, GH = 6 }; /* the goldens' sizes */
 #ifndef PARITY_STEPS
 #define PARITY_STEPS 400
 #endif
@@ -105,6 +131,7 @@ static strix_rnn *build(built *b, strix_backend *be, const gcase *c) {
     cfg.bidirectional = c->bidirectional;
     cfg.bias = c->bias;
     cfg.batch_first = c->batch_first;
+    cfg.proj_size = c->proj_size;
     strix_rnn *m;
     OK(strix_rnn_new(&b->ps, "", &cfg, &m));
     b->m = &m->base;
@@ -181,7 +208,151 @@ static void test_golden_gru(void **state) {
 
 static void test_golden_rnn(void **state) {
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
-        if (cases[i].mode == STRIX_RNN_TANH) golden_case(*state, &cases[i]);
+        if (cases[i].mode == STRIX_RNN_TANH || cases[i].mode == STRIX_RNN_RELU)
+            golden_case(*state, &cases[i]);
+}
+
+/* 10 AdamW steps against torch.optim.AdamW (lr 0.01, the defaults: betas 0.9, 0.999, eps 1e-8,
+ * weight decay 0.01 on every parameter; strix_optimizer_adamw with strix_adamw_defaults(0.01))
+ * on the fixed loss Σ y·dy + Σ h_n·dh_n (+ Σ c_n·dc_n) from torch's initial weights: every
+ * parameter after the last step within 1e-5 abs + 1e-4 rel (LSTM and GRU 2 layers
+ * bidirectional, LSTM with projections). */
+static void test_adamw_steps(void **state) {
+    strix_backend *be = *state;
+    static const gcase ac[] = {
+        {"lstm_adamw_2l_bi", STRIX_RNN_LSTM, 2, true, true, true, 0},
+        {"gru_adamw_2l_bi", STRIX_RNN_GRU, 2, true, true, true, 0},
+        {"lstm_proj_adamw", STRIX_RNN_LSTM, 1, false, true, true, GP},
+    };
+    for (size_t ci = 0; ci < sizeof ac / sizeof ac[0]; ci++) {
+        const gcase *c = &ac[ci];
+        bool lstm = c->mode == STRIX_RNN_LSTM;
+        tl_golden gf;
+        load_golden(c->file, &gf);
+        built b;
+        strix_rnn *m = build(&b, be, c);
+        load_params(&gf, &b.ps);
+        strix_optimizer *opt;
+        strix_adamw_config cfg = strix_adamw_defaults(0.01f);
+        OK(strix_optimizer_adamw(&b.ps, &cfg, &opt));
+        float lr = need(&gf, "lr")->data[0];
+        const tl_array *steps = need(&gf, "loss");
+        strix_tensor x = from_golden(be, need(&gf, "x")), dy = from_golden(be, need(&gf, "dy"));
+        strix_tensor dhn = from_golden(be, need(&gf, "dh_n")), dcn = {0};
+        if (lstm) dcn = from_golden(be, need(&gf, "dc_n"));
+        for (size_t k = 0; k < steps->count; k++) {
+            const strix_tensor *y, *hn;
+            OK(strix_rnn_forward(m, &x, NULL, NULL, &y, &hn, NULL));
+            OK(strix_params_zero_grad(&b.ps));
+            OK(strix_rnn_backward(m, &dy, &dhn, lstm ? &dcn : NULL, NULL, NULL, NULL));
+            OK(strix_optimizer_step(opt, lr));
+        }
+        int bad = 0;
+        for (int i = 0; i < b.ps.count; i++) {
+            strix_param *p = b.ps.items[i];
+            char key[160];
+            snprintf(key, sizeof key, "final.%s", p->name);
+            const tl_array *g = need(&gf, key);
+            assert_int_equal(g->count, p->numel);
+            bad += check_backend(be, key, p->data, g->data, p->numel, GOLD_ATOL, GOLD_RTOL) ? 0
+                                                                                          : 1;
+        }
+        if (bad) fail_msg("%s: %d parameters differ from torch after %lld AdamW steps", c->file,
+                          bad, (long long)steps->count);
+        assert_int_equal(steps->count, 10);
+        strix_tensor *ts[] = {&x, &dy, &dhn, &dcn};
+        for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) strix_tensor_free(ts[i]);
+        strix_optimizer_free(opt);
+        release(&b);
+        tl_golden_free(&gf);
+    }
+}
+
+/* Stateful decoding: T calls of forward_ex on (B,1,I) slices with one state give the one full
+ * call's y and h_n, c_n, bit for bit on "cpu" (each step runs the same operations in the same
+ * order; cpu-blas: 1e-6, the BLAS may block the T·B-row input GEMM differently from the B-row
+ * one); a later call with another batch size is STRIX_ERR_SHAPE. Every mode, 2 layers
+ * bidirectional off (a reverse direction needs the whole sequence), LSTM also with
+ * projections. */
+static void test_state_steps(void **state) {
+    strix_backend *be = *state;
+    bool exact = strcmp(strix_backend_name(be), "cpu") == 0;
+    double tol = exact ? 0.0 : 1e-6;
+    strix_rnn_mode modes[5] = {STRIX_RNN_LSTM, STRIX_RNN_GRU, STRIX_RNN_TANH, STRIX_RNN_RELU,
+                               STRIX_RNN_LSTM};
+    for (int k = 0; k < 5; k++) {
+        enum { SB = 2, ST = 6, SI = 5, SH = 7 };
+        built b;
+        begin(&b, be);
+        strix_rnn_config cfg = strix_rnn_config_default(modes[k], SI, SH);
+        cfg.num_layers = 2;
+        cfg.proj_size = k == 4 ? 3 : 0;
+        strix_rnn *m;
+        OK(strix_rnn_new(&b.ps, "", &cfg, &m));
+        b.m = &m->base;
+        OK(strix_params_alloc(&b.ps));
+        OK(strix_params_init(&b.ps, 21 + (uint64_t)k));
+        int hr = m->out_size;
+        bool lstm = modes[k] == STRIX_RNN_LSTM;
+        strix_rng rng;
+        strix_rng_seed(&rng, 3 + (uint64_t)k);
+        int64_t sx[3] = {SB, ST, SI};
+        strix_tensor x = rand_tensor_of(be, &rng, 3, sx);
+        strix_module_state *full, *step;
+        OK(strix_module_state_new(b.m, &full));
+        OK(strix_module_state_new(b.m, &step));
+        strix_module_io io = strix_module_io_of(&x);
+        io.state = full;
+        OK(strix_module_forward_ex(b.m, &io));
+        size_t ny = (size_t)SB * ST * hr, nh = 2 * (size_t)SB * hr, nc = 2 * (size_t)SB * SH;
+        float *y_full = from_backend(be, io.out[0]->data, ny);
+        float *h_full = from_backend(be, io.out[1]->data, nh);
+        float *c_full = lstm ? from_backend(be, io.out[2]->data, nc) : NULL;
+        float *xh = from_backend(be, x.data, (size_t)SB * ST * SI);
+        float *y_steps = malloc(ny * sizeof(float));
+        for (int t = 0; t < ST; t++) {
+            float xs[SB * SI];
+            for (int bb = 0; bb < SB; bb++)
+                memcpy(xs + bb * SI, xh + ((size_t)bb * ST + t) * SI, SI * sizeof(float));
+            int64_t s1[3] = {SB, 1, SI};
+            strix_tensor xt = tensor_from_host(be, 3, s1, xs);
+            strix_module_io is = strix_module_io_of(&xt);
+            is.state = step;
+            OK(strix_module_forward_ex(b.m, &is));
+            float *yt = from_backend(be, is.out[0]->data, (size_t)SB * hr);
+            for (int bb = 0; bb < SB; bb++)
+                memcpy(y_steps + ((size_t)bb * ST + t) * hr, yt + (size_t)bb * hr,
+                       (size_t)hr * sizeof(float));
+            if (t == ST - 1) {
+                assert_true(check_backend(be, "h_n by steps", is.out[1]->data, h_full, nh, tol,
+                                          tol));
+                if (lstm)
+                    assert_true(check_backend(be, "c_n by steps", is.out[2]->data, c_full, nc,
+                                              tol, tol));
+            }
+            free(yt);
+            strix_tensor_free(&xt);
+        }
+        assert_true(tl_check_close("y by steps", y_steps, y_full, ny, tol, tol));
+        // the state's batch is fixed by its first call
+        int64_t s3[3] = {SB + 1, 1, SI};
+        float zeros[(SB + 1) * SI];
+        memset(zeros, 0, sizeof zeros);
+        strix_tensor xb = tensor_from_host(be, 3, s3, zeros);
+        strix_module_io ib = strix_module_io_of(&xb);
+        ib.state = step;
+        assert_int_equal(strix_module_forward_ex(b.m, &ib), STRIX_ERR_SHAPE);
+        strix_tensor_free(&xb);
+        strix_module_state_free(b.m, full);
+        strix_module_state_free(b.m, step);
+        free(y_full);
+        free(h_full);
+        free(c_full);
+        free(xh);
+        free(y_steps);
+        strix_tensor_free(&x);
+        release(&b);
+    }
 }
 
 /* torch's state dict file loads with strict names, unchanged, and gives torch's outputs. */
@@ -206,11 +377,18 @@ static void test_state_dict_from_torch(void **state) {
 }
 
 /* The general form: h0/c0 as io inputs give the typed call's results and their gradients as
- * out[1], out[2]; a state carries h_n, c_n, so two calls of 2 and 3 steps equal one of 5. */
+ * out[1], out[2]; a state carries h_n, c_n, so two calls of 2 and 3 steps equal one of 5
+ * (LSTM, GRU, RNN tanh and relu, LSTM with projections). */
 static void test_module_io_and_state(void **state) {
     strix_backend *be = *state;
-    for (int k = 0; k < 3; k++) {
-        const gcase *c = k == 0 ? &cases[0] : k == 1 ? &cases[4] : &cases[8];
+    static const char *const names[] = {"lstm_1l", "gru_1l", "rnn_1l", "rnn_relu_1l",
+                                        "lstm_proj_1l"};
+    for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) {
+        const gcase *c = NULL;
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+            if (strcmp(cases[i].file, names[k]) == 0) c = &cases[i];
+        assert_non_null(c);
+        const int YW = c->proj_size ? c->proj_size : GH; /* y and h width (1 layer, 1 dir) */
         bool lstm = c->mode == STRIX_RNN_LSTM;
         tl_golden gf;
         load_golden(c->file, &gf);
@@ -249,10 +427,10 @@ static void test_module_io_and_state(void **state) {
         strix_module_io one = strix_module_io_of(&x);
         one.state = st1;
         OK(strix_module_forward_ex(b.m, &one));
-        float *y_full = from_backend(be, one.out[0]->data, GB * GT * GH);
-        float *h_full = from_backend(be, one.out[1]->data, GB * GH);
+        float *y_full = from_backend(be, one.out[0]->data, GB * GT * YW);
+        float *h_full = from_backend(be, one.out[1]->data, GB * YW);
         float *xh = from_backend(be, x.data, GB * GT * GI);
-        float *y_split = malloc(GB * GT * GH * sizeof(float));
+        float *y_split = malloc(GB * GT * YW * sizeof(float));
         for (int part = 0; part < 2; part++) {
             int t0 = part == 0 ? 0 : 2, len = part == 0 ? 2 : 3;
             float *xs = malloc((size_t)GB * len * GI * sizeof(float));
@@ -264,17 +442,17 @@ static void test_module_io_and_state(void **state) {
             strix_module_io io2 = strix_module_io_of(&xp);
             io2.state = st2;
             OK(strix_module_forward_ex(b.m, &io2));
-            float *yp = from_backend(be, io2.out[0]->data, (size_t)GB * len * GH);
+            float *yp = from_backend(be, io2.out[0]->data, (size_t)GB * len * YW);
             for (int bb = 0; bb < GB; bb++)
-                memcpy(y_split + ((size_t)bb * GT + t0) * GH, yp + (size_t)bb * len * GH,
-                       (size_t)len * GH * sizeof(float));
+                memcpy(y_split + ((size_t)bb * GT + t0) * YW, yp + (size_t)bb * len * YW,
+                       (size_t)len * YW * sizeof(float));
             if (part == 1) assert_true(check_backend(be, "h_n split", io2.out[1]->data, h_full,
-                                                     GB * GH, 1e-6, 1e-6));
+                                                     GB * YW, 1e-6, 1e-6));
             free(yp);
             free(xs);
             strix_tensor_free(&xp);
         }
-        assert_true(tl_check_close("y split", y_split, y_full, GB * GT * GH, 1e-6, 1e-6));
+        assert_true(tl_check_close("y split", y_split, y_full, GB * GT * YW, 1e-6, 1e-6));
         // a state of another module is refused
         built other;
         build(&other, be, c);
@@ -298,8 +476,9 @@ static void test_module_io_and_state(void **state) {
 /* Finite differences (the one-tensor calls: zero initial state) of x and every parameter. */
 static void test_finite_differences(void **state) {
     strix_backend *be = *state;
-    strix_rnn_mode modes[3] = {STRIX_RNN_LSTM, STRIX_RNN_GRU, STRIX_RNN_TANH};
-    for (int k = 0; k < 3; k++) {
+    strix_rnn_mode modes[5] = {STRIX_RNN_LSTM, STRIX_RNN_GRU, STRIX_RNN_TANH, STRIX_RNN_RELU,
+                               STRIX_RNN_LSTM};
+    for (int k = 0; k < 5; k++) {
         for (int bf = 0; bf < 2; bf++) {
             built b;
             begin(&b, be);
@@ -307,13 +486,16 @@ static void test_finite_differences(void **state) {
             cfg.num_layers = 2;
             cfg.bidirectional = true;
             cfg.batch_first = bf;
+            cfg.proj_size = k == 4 ? 3 : 0; // LSTM with projections
             strix_rnn *m;
             OK(strix_rnn_new(&b.ps, "rnn", &cfg, &m));
             b.m = &m->base;
             OK(strix_params_alloc(&b.ps));
             OK(strix_params_init(&b.ps, 7 + (uint64_t)k));
             int64_t shape[3] = {2, 3, 3};
-            fd_module(be, &b.ps, b.m, 3, shape, 40 + (uint64_t)k, false, 12);
+            // relu: coordinates at a kink are skipped (at most a tenth)
+            fd_module(be, &b.ps, b.m, 3, shape, 40 + (uint64_t)k, modes[k] == STRIX_RNN_RELU,
+                      12);
             release(&b);
         }
     }
@@ -454,6 +636,76 @@ static void test_names_and_init(void **state) {
     assert_true(maxabs > 0.9 * bound); // spread over the whole interval
     free(v);
     release(&b);
+
+    // LSTM with projections: weight_hr after the biases (torch's order), h width proj_size
+    begin(&b, be);
+    cfg = strix_rnn_config_default(STRIX_RNN_LSTM, 5, 9);
+    cfg.num_layers = 2;
+    cfg.bidirectional = true;
+    cfg.proj_size = 4;
+    OK(strix_rnn_new(&b.ps, "lm", &cfg, &m));
+    b.m = &m->base;
+    const char *want_p[] = {"lm.weight_ih_l0", "lm.weight_hh_l0", "lm.bias_ih_l0",
+                            "lm.bias_hh_l0", "lm.weight_hr_l0", "lm.weight_ih_l0_reverse"};
+    assert_int_equal(b.ps.count, 20);
+    for (int i = 0; i < 6; i++) assert_string_equal(b.ps.items[i]->name, want_p[i]);
+    assert_string_equal(b.ps.items[19]->name, "lm.weight_hr_l1_reverse");
+    assert_int_equal(m->weight_hh[0]->shape[1], 4);
+    assert_int_equal(m->weight_ih[2]->shape[1], 8); // layer 1 reads 2·proj_size
+    assert_int_equal(m->weight_hr[3]->shape[0], 4);
+    assert_int_equal(m->weight_hr[3]->shape[1], 9);
+    assert_true(m->weight_hr[0]->decay);
+    assert_int_equal(m->out_size, 4);
+    OK(strix_params_alloc(&b.ps));
+    OK(strix_params_init(&b.ps, 3));
+    float *wr = from_backend(be, m->weight_hr[1]->data, (size_t)m->weight_hr[1]->numel);
+    maxabs = 0.0;
+    for (size_t i = 0; i < (size_t)m->weight_hr[1]->numel; i++)
+        maxabs = fmax(maxabs, fabs(wr[i]));
+    assert_true(maxabs <= bound + 1e-7); // U(-1/sqrt(H), 1/sqrt(H)), H = hidden_size
+    assert_true(maxabs > 0.8 * bound);
+    free(wr);
+    release(&b);
+    // reset_parameters: the module's parameters only, from the seed, within the bound
+    strix_linear *other;
+    begin(&b, be);
+    cfg = strix_rnn_config_default(STRIX_RNN_LSTM, 5, 9);
+    cfg.proj_size = 4;
+    OK(strix_rnn_new(&b.ps, "lm", &cfg, &m));
+    b.m = &m->base;
+    OK(strix_linear_new_default(&b.ps, "head", 4, 2, true, &other));
+    OK(strix_params_alloc(&b.ps));
+    OK(strix_params_init(&b.ps, 5));
+    float *before = from_backend(be, b.ps.data, b.ps.total);
+    OK(strix_rnn_reset_parameters(m, 11));
+    float *once = from_backend(be, b.ps.data, b.ps.total);
+    OK(strix_rnn_reset_parameters(m, 11));
+    float *twice = from_backend(be, b.ps.data, b.ps.total);
+    assert_memory_equal(once, twice, b.ps.total * sizeof(float)); // the seed alone decides
+    size_t head_at = other->weight->offset, changed = 0;
+    for (size_t i = 0; i < b.ps.total; i++) {
+        if (i >= head_at) assert_true(once[i] == before[i]); // the head is left alone
+        else {
+            changed += once[i] != before[i];
+            assert_true(fabs(once[i]) <= bound + 1e-7);
+        }
+    }
+    assert_true(changed > head_at * 9 / 10);
+    free(before);
+    free(once);
+    free(twice);
+    strix_module_free(&other->base);
+    release(&b);
+    // RNN with relu: type "RNN", torch's names
+    begin(&b, be);
+    cfg = strix_rnn_config_default(STRIX_RNN_RELU, 5, 9);
+    OK(strix_rnn_new(&b.ps, "r", &cfg, &m));
+    b.m = &m->base;
+    assert_string_equal(b.m->vt->type, "RNN");
+    assert_int_equal(b.ps.count, 4);
+    assert_string_equal(b.ps.items[1]->name, "r.weight_hh_l0");
+    assert_null(m->weight_hr[0]);
+    release(&b);
 }
 
 static void test_errors(void **state) {
@@ -476,6 +728,16 @@ static void test_errors(void **state) {
     assert_int_equal(strix_rnn_new(&ps, "a", &cfg, &m), STRIX_ERR_ARG);
     cfg.dropout = 0.0f;
     cfg.mode = (strix_rnn_mode)7;
+    assert_int_equal(strix_rnn_new(&ps, "a", &cfg, &m), STRIX_ERR_ARG);
+    cfg.mode = STRIX_RNN_LSTM; // proj_size: 0 < proj_size < hidden_size, LSTM only
+    cfg.proj_size = 3;
+    assert_int_equal(strix_rnn_new(&ps, "a", &cfg, &m), STRIX_ERR_ARG);
+    cfg.proj_size = -1;
+    assert_int_equal(strix_rnn_new(&ps, "a", &cfg, &m), STRIX_ERR_ARG);
+    cfg.proj_size = 2;
+    cfg.mode = STRIX_RNN_GRU;
+    assert_int_equal(strix_rnn_new(&ps, "a", &cfg, &m), STRIX_ERR_ARG);
+    cfg.mode = STRIX_RNN_RELU;
     assert_int_equal(strix_rnn_new(&ps, "a", &cfg, &m), STRIX_ERR_ARG);
     assert_int_equal(ps.count, 0);
     strix_params_free(&ps);
@@ -525,18 +787,24 @@ static void test_errors(void **state) {
 // ---- relevance (LRP, Arras et al. 2019) --------------------------------------------------------
 
 /* A module of mode with these sizes under prefix "", parameters allocated (values unset). */
-static strix_rnn *build_sized(built *b, strix_backend *be, strix_rnn_mode mode, int I, int H,
-                              int layers, bool bidirectional, bool bias) {
+static strix_rnn *build_proj(built *b, strix_backend *be, strix_rnn_mode mode, int I, int H,
+                             int layers, bool bidirectional, bool bias, int proj_size) {
     begin(b, be);
     strix_rnn_config cfg = strix_rnn_config_default(mode, I, H);
     cfg.num_layers = layers;
     cfg.bidirectional = bidirectional;
     cfg.bias = bias;
+    cfg.proj_size = proj_size;
     strix_rnn *m;
     OK(strix_rnn_new(&b->ps, "", &cfg, &m));
     b->m = &m->base;
     OK(strix_params_alloc(&b->ps));
     return m;
+}
+
+static strix_rnn *build_sized(built *b, strix_backend *be, strix_rnn_mode mode, int I, int H,
+                              int layers, bool bidirectional, bool bias) {
+    return build_proj(b, be, mode, I, H, layers, bidirectional, bias, 0);
 }
 
 static void set_epsilon(strix_rnn *m, float eps) {
@@ -548,26 +816,31 @@ typedef struct lcase {
     strix_rnn_mode mode;
     int layers;
     bool bidirectional;
+    int proj_size;
 } lcase;
 
 /* Input, h0 and c0 relevance of tools/ref/recurrent_lrp_ref.py's float64 transcription of the
- * rule (LSTM and GRU 1 layer, LSTM, GRU, RNN 2 layers bidirectional; B=2, T=4, I=3, H=5, torch
+ * rule (LSTM and GRU 1 layer; LSTM, GRU, RNN tanh and relu, LSTM with proj_size 3, 2 layers
+ * bidirectional; B=2, T=4, I=3, H=5, torch
  * init with biases, eps 1e-2: with 1e-3 one input of gru_lrp_2l_bi sits on a near-zero
  * denominator and float32 misses it by 2e-3), through relevance_ex. */
 static void test_lrp_golden(void **state) {
     strix_backend *be = *state;
-    static const lcase lc[] = {{"lstm_lrp_1l", STRIX_RNN_LSTM, 1, false},
-                               {"gru_lrp_1l", STRIX_RNN_GRU, 1, false},
-                               {"lstm_lrp_2l_bi", STRIX_RNN_LSTM, 2, true},
-                               {"gru_lrp_2l_bi", STRIX_RNN_GRU, 2, true},
-                               {"rnn_lrp_2l_bi", STRIX_RNN_TANH, 2, true}};
+    static const lcase lc[] = {{"lstm_lrp_1l", STRIX_RNN_LSTM, 1, false, 0},
+                               {"gru_lrp_1l", STRIX_RNN_GRU, 1, false, 0},
+                               {"lstm_lrp_2l_bi", STRIX_RNN_LSTM, 2, true, 0},
+                               {"gru_lrp_2l_bi", STRIX_RNN_GRU, 2, true, 0},
+                               {"rnn_lrp_2l_bi", STRIX_RNN_TANH, 2, true, 0},
+                               {"rnn_relu_lrp_2l_bi", STRIX_RNN_RELU, 2, true, 0},
+                               {"lstm_proj_lrp_2l_bi", STRIX_RNN_LSTM, 2, true, 3}};
     for (size_t ci = 0; ci < sizeof lc / sizeof lc[0]; ci++) {
         const lcase *c = &lc[ci];
         bool lstm = c->mode == STRIX_RNN_LSTM;
         tl_golden gf;
         load_golden(c->file, &gf);
         built b;
-        strix_rnn *m = build_sized(&b, be, c->mode, 3, 5, c->layers, c->bidirectional, true);
+        strix_rnn *m = build_proj(&b, be, c->mode, 3, 5, c->layers, c->bidirectional, true,
+                                  c->proj_size);
         load_params(&gf, &b.ps);
         set_epsilon(m, need(&gf, "eps")->data[0]);
         strix_tensor x = from_golden(be, need(&gf, "x")), h0 = from_golden(be, need(&gf, "h0"));
@@ -633,28 +906,33 @@ static strix_tensor rand_tensor(strix_backend *be, strix_rng *rng, int ndim, con
  * CPU backends), bounded at 1e-3. LSTM with biases conserves as well (the default rule's
  * denominators are pre-bias; measured <= 6e-6). GRU's denominators n_pre and hn include the
  * biases, which absorb relevance: measured 0.55 (1 layer) and 0.056 (2 layers), asserted >
- * 1e-2, so the test tells a rule that keeps everything from one that drops the bias share. */
+ * 1e-2, so the test tells a rule that keeps everything from one that drops the bias share.
+ * LSTM with projections (proj_size 3: the projection's epsilon rule has no bias) and the relu
+ * RNN (pre-bias denominators) conserve as LSTM does, bounded at 1e-3. */
 static void test_lrp_conservation(void **state) {
     strix_backend *be = *state;
-    strix_rnn_mode modes[2] = {STRIX_RNN_LSTM, STRIX_RNN_GRU};
-    for (int mi = 0; mi < 2; mi++)
+    strix_rnn_mode modes[4] = {STRIX_RNN_LSTM, STRIX_RNN_GRU, STRIX_RNN_LSTM, STRIX_RNN_RELU};
+    static const char *const what[4] = {"LSTM", "GRU", "LSTM proj", "RNN relu"};
+    for (int mi = 0; mi < 4; mi++)
         for (int shape = 0; shape < 2; shape++)
             for (int bias = 0; bias < 2; bias++) {
                 bool lstm = modes[mi] == STRIX_RNN_LSTM, bi = shape == 1;
                 int layers = shape ? 2 : 1, dirs = bi ? 2 : 1, I = 4, H = 5;
+                int Hr = mi == 2 ? 3 : H;
                 int64_t Bn = 3, Tn = 6;
                 built b;
-                strix_rnn *m = build_sized(&b, be, modes[mi], I, H, layers, bi, bias);
+                strix_rnn *m = build_proj(&b, be, modes[mi], I, H, layers, bi, bias,
+                                          mi == 2 ? Hr : 0);
                 randomize_params(&b.ps, 11 + (uint64_t)mi, 0.5);
                 set_epsilon(m, 1e-9f);
                 strix_rng rng;
                 strix_rng_seed(&rng, 99);
                 int64_t sx[3] = {Bn, Tn, I}, ss[3] = {layers * dirs, Bn, H};
-                int64_t sy[3] = {Bn, Tn, dirs * H};
-                strix_tensor x = rand_tensor(be, &rng, 3, sx), h0 = rand_tensor(be, &rng, 3, ss);
+                int64_t sr[3] = {layers * dirs, Bn, Hr}, sy[3] = {Bn, Tn, dirs * Hr};
+                strix_tensor x = rand_tensor(be, &rng, 3, sx), h0 = rand_tensor(be, &rng, 3, sr);
                 strix_tensor c0 = rand_tensor(be, &rng, 3, ss);
                 strix_tensor ry = rand_tensor(be, &rng, 3, sy);
-                strix_tensor rhn = rand_tensor(be, &rng, 3, ss);
+                strix_tensor rhn = rand_tensor(be, &rng, 3, sr);
                 strix_tensor rcn = rand_tensor(be, &rng, 3, ss);
                 const strix_tensor *rx, *rh0, *rc0;
                 OK(strix_rnn_forward(m, &x, &h0, lstm ? &c0 : NULL, NULL, NULL, NULL));
@@ -666,9 +944,9 @@ static void test_lrp_conservation(void **state) {
                                (lstm ? host_sum_of(be, &rcn, true) : 0.0);
                 double gap = fabs(out - in) / scale;
                 print_message("LRP conservation %s %dL%s bias %d: seeded %.6f, reached %.6f, "
-                              "gap %.2e\n", lstm ? "LSTM" : "GRU", layers, bi ? " bi" : "", bias,
+                              "gap %.2e\n", what[mi], layers, bi ? " bi" : "", bias,
                               in, out, gap);
-                if (!bias || lstm) assert_true(gap < 1e-3);
+                if (!bias || modes[mi] != STRIX_RNN_GRU) assert_true(gap < 1e-3);
                 else assert_true(gap > 1e-2);
                 strix_tensor *ts[] = {&x, &h0, &c0, &ry, &rhn, &rcn};
                 for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) strix_tensor_free(ts[i]);
@@ -837,6 +1115,7 @@ static void test_running_parity(void **state) {
 
 int main(void) {
     struct CMUnitTest tests[] = {
+        BACKEND_TEST(test_adamw_steps),         BACKEND_TEST(test_state_steps),
         BACKEND_TEST(test_golden_lstm),         BACKEND_TEST(test_golden_gru),
         BACKEND_TEST(test_golden_rnn),          BACKEND_TEST(test_state_dict_from_torch),
         BACKEND_TEST(test_module_io_and_state), BACKEND_TEST(test_finite_differences),

@@ -25,6 +25,12 @@ STRIX_HD static inline void strix_rnn_backward_element(const strix_cell_args *a,
     a->out[0][i] = dh * (1.0f - h * h);
 }
 
+STRIX_HD static inline void strix_rnn_relu_backward_element(const strix_cell_args *a, size_t i) {
+    float h = a->in[2][i];
+    float dh = a->in[0][i] + strix_rec_opt(a->in[1], i);
+    a->out[0][i] = h > 0.0f ? dh : 0.0f;
+}
+
 STRIX_HD static inline void strix_lstm_forward_element(const strix_cell_args *a, size_t i) {
     float ig = a->in[0][i], fg = a->in[1][i], gg = a->in[2][i], og = a->in[3][i];
     float c_prev = strix_rec_opt(a->in[4], i);
@@ -121,6 +127,7 @@ static inline bool strix_cell_slots(strix_cell_op op, unsigned *in, unsigned *ou
     case STRIX_CELL_GRU_FORWARD: *in = 0xF, *out = 0x7; return true;             /* in 0-3 */
     case STRIX_CELL_GRU_BACKWARD: *in = 0x3D, *out = 0x1F; return true;          /* in 0,2-5 */
     case STRIX_CELL_GRU_LRP: *in = 0x1BD, *out = 0x7; return true;               /* in 0,2-5,7,8 */
+    case STRIX_CELL_RNN_RELU_BACKWARD: *in = 0x5, *out = 0x1; return true;       /* in 0,2 */
     }
     return false;
 }

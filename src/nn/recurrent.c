@@ -1,11 +1,14 @@
 /*
- * recurrent.c - torch.nn.RNN (tanh), LSTM and GRU as one module type (strix/recurrent.h).
+ * recurrent.c - torch.nn.RNN (tanh, relu), LSTM (with projections) and GRU as one module type
+ * (strix/recurrent.h).
  *
  * Per layer and direction: one batched GEMM for the input part of every gate over all T steps
  * (x·W_ihᵀ + b_ih, with b_hh folded in except GRU's b_hn), then per step one GEMM per gate for
  * h_prev·W_hhᵀ, the gate activations and a fused cell pass (strix_recurrent_cell). Backward runs
  * the cells' backward passes in reverse step order, then forms the weight gradients as one GEMM
- * per gate over all steps and the input gradient as one GEMM per gate. Layouts: the comment of
+ * per gate over all steps and the input gradient as one GEMM per gate. LSTM projections add one
+ * GEMM per step (h_t = u_t·W_hrᵀ forward, its transpose backward) and one for W_hr's gradient
+ * over all steps. Layouts: the comment of
  * src/nn/recurrent_internal.h. Dropout between layers is the counter-RNG dropout primitive, as the
  * Dropout module: backward re-applies it with the same (seed, offset), so no mask is stored.
  * Relevance (Arras et al. 2019) walks the steps as backward does, with the cells' LRP passes and
@@ -23,6 +26,11 @@ static const char *mode_name(strix_rnn_mode mode) {
     return mode == STRIX_RNN_LSTM ? "LSTM" : mode == STRIX_RNN_GRU ? "GRU" : "RNN";
 }
 
+/* The Elman RNN modes (tanh or relu). */
+static bool is_elman(strix_rnn_mode mode) {
+    return mode == STRIX_RNN_TANH || mode == STRIX_RNN_RELU;
+}
+
 // ---- vtable ------------------------------------------------------------------------------------
 
 typedef struct rnn_state {
@@ -36,8 +44,8 @@ static void work_free(strix_rnn *m) {
     if (w->dir)
         for (int i = 0; i < nd; i++) {
             strix_rnn_dir_work *d = &w->dir[i];
-            strix_tensor *ts[] = {&d->p,  &d->hs, &d->cs, &d->tc, &d->hn,
-                                  &d->npre, &d->dp, &d->dhn, &d->gh};
+            strix_tensor *ts[] = {&d->p,  &d->hs, &d->cs, &d->tc, &d->hn, &d->npre,
+                                  &d->dp, &d->dhn, &d->gh, &d->hu, &d->dhp};
             for (size_t k = 0; k < sizeof ts / sizeof ts[0]; k++) strix_tensor_free(ts[k]);
         }
     if (w->layer)
@@ -48,7 +56,7 @@ static void work_free(strix_rnn *m) {
             strix_tensor_free(&w->layer[l].gd);
         }
     strix_tensor *ts[] = {&w->xtm, &w->out, &w->h_n, &w->c_n, &w->dytm,
-                          &w->dx,  &w->dh0, &w->dc0, &w->dh,  &w->dc};
+                          &w->dx,  &w->dh0, &w->dc0, &w->dh,  &w->dc, &w->du};
     for (size_t k = 0; k < sizeof ts / sizeof ts[0]; k++) strix_tensor_free(ts[k]);
     free(w->dir);
     free(w->layer);
@@ -56,6 +64,7 @@ static void work_free(strix_rnn *m) {
     free(m->weight_hh);
     free(m->bias_ih);
     free(m->bias_hh);
+    free(m->weight_hr);
 }
 
 static void vt_destroy(strix_module *mod) {
@@ -175,7 +184,7 @@ static void vt_set_training(strix_module *mod, bool training) {
 
 static bool vt_get_training(const strix_module *mod) { return ((const strix_rnn *)mod)->training; }
 
-static const strix_module_i rnn_vt[3] = {
+static const strix_module_i rnn_vt[4] = {
     [STRIX_RNN_TANH] = {.type = "RNN", .forward = vt_forward, .backward = vt_backward,
                         .destroy = vt_destroy, .forward_ex = vt_forward_ex,
                         .backward_ex = vt_backward_ex, .relevance = vt_relevance,
@@ -194,6 +203,12 @@ static const strix_module_i rnn_vt[3] = {
                        .relevance_ex = vt_relevance_ex, .state_new = vt_state_new,
                        .state_free = vt_state_free, .set_training = vt_set_training,
                        .get_training = vt_get_training},
+    [STRIX_RNN_RELU] = {.type = "RNN", .forward = vt_forward, .backward = vt_backward,
+                        .destroy = vt_destroy, .forward_ex = vt_forward_ex,
+                        .backward_ex = vt_backward_ex, .relevance = vt_relevance,
+                        .relevance_ex = vt_relevance_ex, .state_new = vt_state_new,
+                        .state_free = vt_state_free, .set_training = vt_set_training,
+                        .get_training = vt_get_training},
 };
 
 // ---- construction ------------------------------------------------------------------------------
@@ -220,7 +235,8 @@ static strix_param *add_param(strix_params *ps, const char *prefix, const char *
 strix_status strix_rnn_new(strix_params *ps, const char *prefix, const strix_rnn_config *cfg,
                            strix_rnn **out) {
     *out = NULL;
-    if (cfg->mode != STRIX_RNN_TANH && cfg->mode != STRIX_RNN_LSTM && cfg->mode != STRIX_RNN_GRU)
+    if (cfg->mode != STRIX_RNN_TANH && cfg->mode != STRIX_RNN_LSTM && cfg->mode != STRIX_RNN_GRU &&
+        cfg->mode != STRIX_RNN_RELU)
         return strix_error(STRIX_ERR_ARG, "recurrent module %s: unknown mode %d", prefix,
                            (int)cfg->mode);
     const char *who = mode_name(cfg->mode);
@@ -231,6 +247,13 @@ strix_status strix_rnn_new(strix_params *ps, const char *prefix, const strix_rnn
     if (!(cfg->dropout >= 0.0f && cfg->dropout <= 1.0f))
         return strix_error(STRIX_ERR_ARG, "%s %s: dropout %g must be in [0, 1]", who, prefix,
                            (double)cfg->dropout);
+    if (cfg->proj_size != 0 && cfg->mode != STRIX_RNN_LSTM)
+        return strix_error(STRIX_ERR_ARG, "%s %s: proj_size is only supported for LSTM", who,
+                           prefix);
+    if (cfg->proj_size < 0 || cfg->proj_size >= cfg->hidden_size)
+        return strix_error(STRIX_ERR_ARG,
+                           "%s %s: proj_size %d must be 0 (off) or in [1, hidden_size %d)", who,
+                           prefix, cfg->proj_size, cfg->hidden_size);
     strix_rnn *m = NULL;
     NN_CALLOC_WITH_WORK(m);
     if (!m) return NN_ALLOC_FAIL(who);
@@ -240,25 +263,27 @@ strix_status strix_rnn_new(strix_params *ps, const char *prefix, const strix_rnn
     m->training = true;
     m->dirs = cfg->bidirectional ? 2 : 1;
     m->gates = cfg->mode == STRIX_RNN_LSTM ? 4 : cfg->mode == STRIX_RNN_GRU ? 3 : 1;
+    m->out_size = cfg->proj_size > 0 ? cfg->proj_size : cfg->hidden_size;
     int nd = cfg->num_layers * m->dirs;
     m->weight_ih = calloc((size_t)nd, sizeof *m->weight_ih);
     m->weight_hh = calloc((size_t)nd, sizeof *m->weight_hh);
     m->bias_ih = calloc((size_t)nd, sizeof *m->bias_ih);
     m->bias_hh = calloc((size_t)nd, sizeof *m->bias_hh);
+    m->weight_hr = calloc((size_t)nd, sizeof *m->weight_hr);
     m->work->dir = calloc((size_t)nd, sizeof *m->work->dir);
     m->work->layer = calloc((size_t)cfg->num_layers, sizeof *m->work->layer);
     strix_status s = STRIX_OK;
-    if (!m->weight_ih || !m->weight_hh || !m->bias_ih || !m->bias_hh || !m->work->dir ||
-        !m->work->layer)
+    if (!m->weight_ih || !m->weight_hh || !m->bias_ih || !m->bias_hh || !m->weight_hr ||
+        !m->work->dir || !m->work->layer)
         s = NN_ALLOC_FAIL(who);
-    int64_t gh = (int64_t)m->gates * cfg->hidden_size, h = cfg->hidden_size;
+    int64_t gh = (int64_t)m->gates * cfg->hidden_size, h = cfg->hidden_size, hr = m->out_size;
     float bound = (float)(1.0 / sqrt((double)cfg->hidden_size));
     for (int l = 0; l < cfg->num_layers && s == STRIX_OK; l++) {
-        int64_t in = l == 0 ? cfg->input_size : (int64_t)m->dirs * h;
+        int64_t in = l == 0 ? cfg->input_size : (int64_t)m->dirs * hr;
         for (int d = 0; d < m->dirs && s == STRIX_OK; d++) {
             const char *suf = d ? "_reverse" : "";
             int i = l * m->dirs + d;
-            int64_t wih[2] = {gh, in}, whh[2] = {gh, h}, b[1] = {gh};
+            int64_t wih[2] = {gh, in}, whh[2] = {gh, hr}, b[1] = {gh}, whr[2] = {hr, h};
             m->weight_ih[i] = add_param(ps, prefix, "weight_ih", l, suf, 2, wih, bound, true, &s);
             if (s == STRIX_OK)
                 m->weight_hh[i] = add_param(ps, prefix, "weight_hh", l, suf, 2, whh, bound, true,
@@ -267,6 +292,9 @@ strix_status strix_rnn_new(strix_params *ps, const char *prefix, const strix_rnn
                 m->bias_ih[i] = add_param(ps, prefix, "bias_ih", l, suf, 1, b, bound, false, &s);
             if (s == STRIX_OK && cfg->bias)
                 m->bias_hh[i] = add_param(ps, prefix, "bias_hh", l, suf, 1, b, bound, false, &s);
+            if (s == STRIX_OK && cfg->proj_size > 0)
+                m->weight_hr[i] = add_param(ps, prefix, "weight_hr", l, suf, 2, whr, bound, true,
+                                            &s);
         }
     }
     if (s != STRIX_OK) {
@@ -278,12 +306,38 @@ strix_status strix_rnn_new(strix_params *ps, const char *prefix, const strix_rnn
     return STRIX_OK;
 }
 
+strix_status strix_rnn_reset_parameters(strix_rnn *m, uint64_t seed) {
+    STRIX_ASSERT(m->weight_ih[0]->data != NULL, "recurrent module: parameters not allocated");
+    double bound = 1.0 / sqrt((double)m->cfg.hidden_size);
+    int nd = m->cfg.num_layers * m->dirs;
+    uint64_t k = 0;
+    for (int i = 0; i < nd; i++) {
+        strix_param *ps[5] = {m->weight_ih[i], m->weight_hh[i], m->bias_ih[i], m->bias_hh[i],
+                              m->weight_hr[i]}; // torch's order
+        for (int j = 0; j < 5; j++) {
+            strix_param *p = ps[j];
+            if (!p) continue;
+            float *host = malloc((size_t)p->numel * sizeof *host);
+            if (!host) return NN_ALLOC_FAIL(mode_name(m->cfg.mode));
+            strix_rng rng;
+            strix_rng_seed(&rng, strix_seed_derive(seed, k++));
+            for (size_t e = 0; e < (size_t)p->numel; e++)
+                host[e] = (float)(bound * (2.0 * strix_rng_uniform(&rng) - 1.0));
+            strix_status s = strix_copy(m->base.be, p->data, host,
+                                        (size_t)p->numel * sizeof *host, STRIX_COPY_H2D);
+            free(host);
+            STRIX_TRY(s);
+        }
+    }
+    return STRIX_OK;
+}
+
 // ---- forward -----------------------------------------------------------------------------------
 
-/* STRIX_ERR_SHAPE unless t is (L·dirs, B, H). */
+/* STRIX_ERR_SHAPE unless t is (L·dirs, B, n): n = Hr for h states, H for c states. */
 static strix_status check_state(const strix_rnn *m, const char *what, const strix_tensor *t,
-                                int64_t B) {
-    int64_t want[3] = {(int64_t)m->cfg.num_layers * m->dirs, B, m->cfg.hidden_size};
+                                int64_t B, int64_t n) {
+    int64_t want[3] = {(int64_t)m->cfg.num_layers * m->dirs, B, n};
     if (t->ndim == 3 && t->shape[0] == want[0] && t->shape[1] == want[1] && t->shape[2] == want[2])
         return STRIX_OK;
     return strix_error(STRIX_ERR_SHAPE, "%s: %s must be (%lld, %lld, %lld)",
@@ -317,15 +371,18 @@ static strix_status dir_forward(strix_rnn *m, int l, int d, const float *in, siz
     int idx = l * m->dirs + d;
     strix_rnn_mode mode = m->cfg.mode;
     size_t B = (size_t)w->B, T = (size_t)w->T, H = (size_t)m->cfg.hidden_size;
-    size_t G = (size_t)m->gates, BH = B * H, TBH = T * BH;
+    size_t Hr = (size_t)m->out_size, G = (size_t)m->gates, BH = B * H, TBH = T * BH, BHr = B * Hr;
+    bool proj = m->weight_hr[idx] != NULL;
     int64_t sp[4] = {(int64_t)G, (int64_t)T, (int64_t)B, (int64_t)H};
     int64_t ss[3] = {(int64_t)T + 1, (int64_t)B, (int64_t)H};
+    int64_t sh[3] = {(int64_t)T + 1, (int64_t)B, (int64_t)Hr};
     STRIX_TRY(strix_tensor_ensure(be, &rd->p, 4, sp));
-    STRIX_TRY(strix_tensor_ensure(be, &rd->hs, 3, ss));
+    STRIX_TRY(strix_tensor_ensure(be, &rd->hs, 3, sh));
     if (mode == STRIX_RNN_LSTM) {
         STRIX_TRY(strix_tensor_ensure(be, &rd->cs, 3, ss));
         STRIX_TRY(strix_tensor_ensure(be, &rd->tc, 3, sp + 1));
     }
+    if (proj) STRIX_TRY(strix_tensor_ensure(be, &rd->hu, 3, sp + 1));
     if (mode == STRIX_RNN_GRU) {
         STRIX_TRY(strix_tensor_ensure(be, &rd->hn, 3, sp + 1));
         STRIX_TRY(strix_tensor_ensure(be, &rd->npre, 3, sp + 1));
@@ -356,21 +413,29 @@ static strix_status dir_forward(strix_rnn *m, int l, int d, const float *in, siz
                                            rd->hn.data, T * B, H));
     }
     size_t s0 = d == 0 ? 0 : T; // slot of h0
-    STRIX_TRY(load_slice(be, rd->hs.data + s0 * BH, h0, idx, BH));
+    STRIX_TRY(load_slice(be, rd->hs.data + s0 * BHr, h0, idx, BHr));
     if (mode == STRIX_RNN_LSTM) STRIX_TRY(load_slice(be, rd->cs.data + s0 * BH, c0, idx, BH));
     for (size_t k = 0; k < T; k++) {
         size_t t = d == 0 ? k : T - 1 - k;
         size_t sprev = d == 0 ? t : t + 1, sout = d == 0 ? t + 1 : t;
-        const float *hprev = rd->hs.data + sprev * BH;
-        float *hout = rd->hs.data + sout * BH;
-        for (size_t g = 0; g < G; g++) {
-            float *tgt = (gru && g == 2) ? rd->hn.data + t * BH : P + g * TBH + t * BH;
-            STRIX_TRY(strix_gemm_ex(be, hprev, false, whh + g * H * H, true, tgt, B, H, H, 1.0f));
-        }
+        const float *hprev = rd->hs.data + sprev * BHr;
+        float *hout = rd->hs.data + sout * BHr;
+        // P[g][t] (B, H) += h_prev · W_hh[g]ᵀ for every gate in one batched call (GRU's n
+        // block goes to hn instead, a call of its own)
+        size_t Gb = gru ? 2 : G;
+        strix_gemm_batch rb = {.a = hprev, .lda = Hr, .stride_a = 0, .ta = false,
+                               .b = whh, .ldb = Hr, .stride_b = H * Hr, .tb = true,
+                               .c = P + t * BH, .ldc = H, .stride_c = TBH,
+                               .m = B, .k = Hr, .n = H, .batch = Gb, .alpha = 1.0f, .beta = 1.0f};
+        STRIX_TRY(strix_gemm_batched(be, &rb));
+        if (gru)
+            STRIX_TRY(strix_gemm_ex(be, hprev, false, whh + 2 * H * Hr, true,
+                                    rd->hn.data + t * BH, B, Hr, H, 1.0f));
         float *p0 = P + t * BH, *p1 = p0 + TBH, *p2 = p1 + TBH, *p3 = p2 + TBH;
         strix_cell_args a = {{0}, {0}, 0.0f};
-        if (mode == STRIX_RNN_TANH) {
-            STRIX_TRY(strix_elementwise(be, STRIX_ACT_TANH, p0, hout, BH));
+        if (is_elman(mode)) {
+            strix_act act = mode == STRIX_RNN_RELU ? STRIX_ACT_RELU : STRIX_ACT_TANH;
+            STRIX_TRY(strix_elementwise(be, act, p0, hout, BH));
         } else if (mode == STRIX_RNN_LSTM) {
             STRIX_TRY(strix_elementwise(be, STRIX_ACT_SIGMOID, p0, p0, BH));
             STRIX_TRY(strix_elementwise(be, STRIX_ACT_SIGMOID, p1, p1, BH));
@@ -383,8 +448,11 @@ static strix_status dir_forward(strix_rnn *m, int l, int d, const float *in, siz
             a.in[4] = rd->cs.data + sprev * BH;
             a.out[0] = rd->cs.data + sout * BH;
             a.out[1] = rd->tc.data + t * BH;
-            a.out[2] = hout;
+            a.out[2] = proj ? rd->hu.data + t * BH : hout;
             STRIX_TRY(strix_recurrent_cell(be, STRIX_CELL_LSTM_FORWARD, &a, BH));
+            if (proj) // h_t (B, Hr) = u_t (B, H) · W_hrᵀ
+                STRIX_TRY(strix_gemm_ex(be, a.out[2], false, m->weight_hr[idx]->data, true, hout,
+                                        B, H, Hr, 0.0f));
         } else {
             STRIX_TRY(strix_elementwise(be, STRIX_ACT_SIGMOID, p0, p0, BH)); // r
             STRIX_TRY(strix_elementwise(be, STRIX_ACT_SIGMOID, p1, p1, BH)); // z
@@ -400,12 +468,12 @@ static strix_status dir_forward(strix_rnn *m, int l, int d, const float *in, siz
         }
     }
     // the layer output's column block of this direction, and the final states
-    size_t DH = (size_t)m->dirs * H;
-    STRIX_TRY(strix_copy_2d(be, w->layer[l].y.data + (size_t)d * H, DH,
-                            rd->hs.data + (d == 0 ? BH : 0), H, T * B, H));
+    size_t DH = (size_t)m->dirs * Hr;
+    STRIX_TRY(strix_copy_2d(be, w->layer[l].y.data + (size_t)d * Hr, DH,
+                            rd->hs.data + (d == 0 ? BHr : 0), Hr, T * B, Hr));
     size_t slast = d == 0 ? T : 0;
-    STRIX_TRY(strix_copy(be, w->h_n.data + (size_t)idx * BH, rd->hs.data + slast * BH,
-                         BH * sizeof(float), STRIX_COPY_D2D));
+    STRIX_TRY(strix_copy(be, w->h_n.data + (size_t)idx * BHr, rd->hs.data + slast * BHr,
+                         BHr * sizeof(float), STRIX_COPY_D2D));
     if (mode == STRIX_RNN_LSTM)
         STRIX_TRY(strix_copy(be, w->c_n.data + (size_t)idx * BH, rd->cs.data + slast * BH,
                              BH * sizeof(float), STRIX_COPY_D2D));
@@ -428,14 +496,15 @@ strix_status strix_rnn_forward(strix_rnn *m, const strix_tensor *x, const strix_
     int64_t B = m->cfg.batch_first ? x->shape[0] : x->shape[1];
     int64_t T = m->cfg.batch_first ? x->shape[1] : x->shape[0];
     if (c0 && !lstm) return strix_error(STRIX_ERR_ARG, "%s takes no c0 (LSTM only)", who);
-    if (h0) STRIX_TRY(check_state(m, "h0", h0, B));
-    if (c0) STRIX_TRY(check_state(m, "c0", c0, B));
+    if (h0) STRIX_TRY(check_state(m, "h0", h0, B, m->out_size));
+    if (c0) STRIX_TRY(check_state(m, "c0", c0, B, m->cfg.hidden_size));
     w->T = 0; // no valid forward until this one completes
     w->B = B;
     size_t I = (size_t)m->cfg.input_size, H = (size_t)m->cfg.hidden_size;
-    size_t DH = (size_t)m->dirs * H, L = (size_t)m->cfg.num_layers;
+    size_t DH = (size_t)m->dirs * (size_t)m->out_size, L = (size_t)m->cfg.num_layers;
     int64_t sst[3] = {(int64_t)(L * (size_t)m->dirs), B, (int64_t)H};
-    STRIX_TRY(strix_tensor_ensure(be, &w->h_n, 3, sst));
+    int64_t ssh[3] = {sst[0], B, (int64_t)m->out_size};
+    STRIX_TRY(strix_tensor_ensure(be, &w->h_n, 3, ssh));
     if (lstm) STRIX_TRY(strix_tensor_ensure(be, &w->c_n, 3, sst));
     w->x = nn_view_of(x);
     const float *in = x->data;
@@ -506,19 +575,23 @@ static strix_status dir_backward(strix_rnn *m, int l, int d, const float *g, con
     strix_rnn_mode mode = m->cfg.mode;
     bool gru = mode == STRIX_RNN_GRU, lstm = mode == STRIX_RNN_LSTM;
     size_t B = (size_t)w->B, T = (size_t)w->T, H = (size_t)m->cfg.hidden_size;
-    size_t G = (size_t)m->gates, BH = B * H, TBH = T * BH, DH = (size_t)m->dirs * H;
+    size_t G = (size_t)m->gates, BH = B * H, TBH = T * BH, Hr = (size_t)m->out_size;
+    size_t BHr = B * Hr, DH = (size_t)m->dirs * Hr;
+    const strix_param *whr = m->weight_hr[idx];
     int64_t sp[4] = {(int64_t)G, (int64_t)T, (int64_t)B, (int64_t)H};
+    int64_t sh[3] = {(int64_t)T, (int64_t)B, (int64_t)Hr};
     STRIX_TRY(strix_tensor_ensure(be, &rd->dp, 4, sp));
     if (gru) STRIX_TRY(strix_tensor_ensure(be, &rd->dhn, 3, sp + 1));
+    if (whr) STRIX_TRY(strix_tensor_ensure(be, &rd->dhp, 3, sh));
     const float *gh = g;
     if (m->dirs > 1) {
-        STRIX_TRY(strix_tensor_ensure(be, &rd->gh, 3, sp + 1));
-        STRIX_TRY(strix_copy_2d(be, rd->gh.data, H, g + (size_t)d * H, DH, T * B, H));
+        STRIX_TRY(strix_tensor_ensure(be, &rd->gh, 3, sh));
+        STRIX_TRY(strix_copy_2d(be, rd->gh.data, Hr, g + (size_t)d * Hr, DH, T * B, Hr));
         gh = rd->gh.data;
     }
     float *dh = w->dh.data, *dc = w->dc.data, *dP = rd->dp.data;
     const float *P = rd->p.data, *whh = m->weight_hh[idx]->data;
-    STRIX_TRY(load_slice(be, dh, dh_n, idx, BH));
+    STRIX_TRY(load_slice(be, dh, dh_n, idx, BHr));
     if (lstm) STRIX_TRY(load_slice(be, dc, dc_n, idx, BH));
     for (size_t k = 0; k < T; k++) {
         size_t t = d == 0 ? T - 1 - k : k;
@@ -526,14 +599,24 @@ static strix_status dir_backward(strix_rnn *m, int l, int d, const float *g, con
         const float *p0 = P + t * BH, *p1 = p0 + TBH, *p2 = p1 + TBH, *p3 = p2 + TBH;
         float *d0 = dP + t * BH, *d1 = d0 + TBH, *d2 = d1 + TBH, *d3 = d2 + TBH;
         strix_cell_args a = {{0}, {0}, 0.0f};
-        a.in[0] = gh + t * BH;
+        a.in[0] = gh + t * BHr;
         a.in[1] = dh;
-        if (mode == STRIX_RNN_TANH) {
+        if (is_elman(mode)) {
             a.in[2] = rd->hs.data + sout * BH;
             a.out[0] = d0;
-            STRIX_TRY(strix_recurrent_cell(be, STRIX_CELL_RNN_BACKWARD, &a, BH));
+            STRIX_TRY(strix_recurrent_cell(be, mode == STRIX_RNN_RELU ? STRIX_CELL_RNN_RELU_BACKWARD
+                                                                      : STRIX_CELL_RNN_BACKWARD,
+                                           &a, BH));
             STRIX_TRY(strix_gemm_ex(be, d0, false, whh, false, dh, B, H, H, 0.0f));
         } else if (lstm) {
+            if (whr) { // h_t = u_t·W_hrᵀ: dhp_t = dh_t (B, Hr), du = dhp_t · W_hr (B, H)
+                float *dhp_t = rd->dhp.data + t * BHr;
+                STRIX_TRY(strix_add(be, a.in[0], dh, dhp_t, BHr));
+                STRIX_TRY(strix_gemm_ex(be, dhp_t, false, whr->data, false, w->du.data, B, Hr, H,
+                                        0.0f));
+                a.in[0] = w->du.data;
+                a.in[1] = NULL;
+            }
             a.in[2] = dc;
             a.in[3] = p0;
             a.in[4] = p1;
@@ -548,8 +631,8 @@ static strix_status dir_backward(strix_rnn *m, int l, int d, const float *g, con
             a.out[4] = dc;
             STRIX_TRY(strix_recurrent_cell(be, STRIX_CELL_LSTM_BACKWARD, &a, BH));
             for (size_t q = 0; q < G; q++)
-                STRIX_TRY(strix_gemm_ex(be, d0 + q * TBH, false, whh + q * H * H, false, dh, B, H,
-                                        H, q == 0 ? 0.0f : 1.0f));
+                STRIX_TRY(strix_gemm_ex(be, d0 + q * TBH, false, whh + q * H * Hr, false, dh, B,
+                                        H, Hr, q == 0 ? 0.0f : 1.0f));
         } else {
             float *dhn_t = rd->dhn.data + t * BH;
             a.in[2] = p1;
@@ -569,21 +652,21 @@ static strix_status dir_backward(strix_rnn *m, int l, int d, const float *g, con
                                         1.0f));
         }
     }
-    STRIX_TRY(strix_copy(be, w->dh0.data + (size_t)idx * BH, dh, BH * sizeof(float),
+    STRIX_TRY(strix_copy(be, w->dh0.data + (size_t)idx * BHr, dh, BHr * sizeof(float),
                          STRIX_COPY_D2D));
     if (lstm)
         STRIX_TRY(strix_copy(be, w->dc0.data + (size_t)idx * BH, dc, BH * sizeof(float),
                              STRIX_COPY_D2D));
     // parameter gradients over all steps; h_prev of t = 0 .. T-1 are TB contiguous rows
-    const float *hprev = rd->hs.data + (d == 0 ? 0 : BH);
+    const float *hprev = rd->hs.data + (d == 0 ? 0 : BHr);
     strix_param *wih = m->weight_ih[idx], *wh = m->weight_hh[idx];
     strix_param *bih = m->bias_ih[idx], *bhh = m->bias_hh[idx];
     for (size_t q = 0; q < G; q++) {
         const float *dq = dP + q * TBH;                                // input-side gate grad
         const float *hq = (gru && q == 2) ? rd->dhn.data : dq;        // hidden-side
         if (nn_wants_grad(wh))
-            STRIX_TRY(strix_gemm_ex(be, hq, true, hprev, false, wh->grad + q * H * H, H, T * B, H,
-                                    1.0f));
+            STRIX_TRY(strix_gemm_ex(be, hq, true, hprev, false, wh->grad + q * H * Hr, H, T * B,
+                                    Hr, 1.0f));
         if (nn_wants_grad(wih))
             STRIX_TRY(strix_gemm_ex(be, dq, true, in, false, wih->grad + q * H * I_l, H, T * B,
                                     I_l, 1.0f));
@@ -592,6 +675,9 @@ static strix_status dir_backward(strix_rnn *m, int l, int d, const float *g, con
         if (bhh && nn_wants_grad(bhh))
             STRIX_TRY(strix_column_sums(be, hq, bhh->grad + q * H, T * B, H, 1.0f));
     }
+    if (whr && nn_wants_grad(whr)) // dW_hr (Hr, H) += Σ_t dhp_tᵀ · u_t
+        STRIX_TRY(strix_gemm_ex(be, rd->dhp.data, true, rd->hu.data, false, whr->grad, Hr, T * B,
+                                H, 1.0f));
     // gradient of the layer input: dX (TB, I_l) (+)= Σ_q dP[q] (TB, H) · W_ih[q] (H, I_l)
     for (size_t q = 0; q < G; q++)
         STRIX_TRY(strix_gemm_ex(be, dP + q * TBH, false, wih->data + q * H * I_l, false, dX,
@@ -614,14 +700,15 @@ static strix_status reverse_begin(strix_rnn *m, const char *who, const char *hn_
     STRIX_TRY(nn_check_same(who, gy, yref));
     if (gcn && !lstm)
         return strix_error(STRIX_ERR_ARG, "%s takes no %s (LSTM only)", who, cn_name);
-    if (ghn) STRIX_TRY(check_state(m, hn_name, ghn, w->B));
-    if (gcn) STRIX_TRY(check_state(m, cn_name, gcn, w->B));
-    size_t B = (size_t)w->B, T = (size_t)w->T, DH = (size_t)m->dirs * m->cfg.hidden_size;
-    int64_t sbh[2] = {(int64_t)B, (int64_t)m->cfg.hidden_size};
-    STRIX_TRY(strix_tensor_ensure(be, &w->dh, 2, sbh));
+    if (ghn) STRIX_TRY(check_state(m, hn_name, ghn, w->B, m->out_size));
+    if (gcn) STRIX_TRY(check_state(m, cn_name, gcn, w->B, m->cfg.hidden_size));
+    size_t B = (size_t)w->B, T = (size_t)w->T, DH = (size_t)m->dirs * m->out_size;
+    int64_t sbh[2] = {(int64_t)B, (int64_t)m->cfg.hidden_size}, sbr[2] = {sbh[0], m->out_size};
+    STRIX_TRY(strix_tensor_ensure(be, &w->dh, 2, sbr));
     STRIX_TRY(strix_tensor_ensure(be, &w->dc, 2, sbh));
+    if (m->cfg.proj_size > 0) STRIX_TRY(strix_tensor_ensure(be, &w->du, 2, sbh));
     STRIX_TRY(strix_tensor_ensure(be, &w->dh0, 3, w->h_n.shape));
-    if (lstm) STRIX_TRY(strix_tensor_ensure(be, &w->dc0, 3, w->h_n.shape));
+    if (lstm) STRIX_TRY(strix_tensor_ensure(be, &w->dc0, 3, w->c_n.shape));
     *tm = gy->data;
     if (m->cfg.batch_first) {
         int64_t st[3] = {(int64_t)T, (int64_t)B, (int64_t)DH};
@@ -643,7 +730,7 @@ strix_status strix_rnn_backward(strix_rnn *m, const strix_tensor *dy, const stri
     strix_backend *be = m->base.be;
     bool lstm = m->cfg.mode == STRIX_RNN_LSTM;
     size_t B = (size_t)w->B, T = (size_t)w->T, I = (size_t)m->cfg.input_size;
-    size_t H = (size_t)m->cfg.hidden_size, DH = (size_t)m->dirs * H;
+    size_t DH = (size_t)m->dirs * (size_t)m->out_size;
     int L = m->cfg.num_layers;
     for (int l = L - 1; l >= 0; l--) {
         size_t I_l = l == 0 ? I : DH;
@@ -697,22 +784,26 @@ static strix_status dir_relevance(strix_rnn *m, int l, int d, const float *r, co
     bool gru = mode == STRIX_RNN_GRU, lstm = mode == STRIX_RNN_LSTM;
     float eps = m->base.rule.epsilon;
     size_t B = (size_t)w->B, T = (size_t)w->T, H = (size_t)m->cfg.hidden_size;
-    size_t G = (size_t)m->gates, BH = B * H, TBH = T * BH, DH = (size_t)m->dirs * H;
+    size_t G = (size_t)m->gates, BH = B * H, TBH = T * BH, Hr = (size_t)m->out_size;
+    size_t BHr = B * Hr, DH = (size_t)m->dirs * Hr;
+    const strix_param *whr = m->weight_hr[idx];
     int64_t sp[4] = {(int64_t)G, (int64_t)T, (int64_t)B, (int64_t)H};
+    int64_t sh[3] = {(int64_t)T, (int64_t)B, (int64_t)Hr};
     STRIX_TRY(strix_tensor_ensure(be, &rd->dp, 4, sp));
+    if (whr) STRIX_TRY(strix_tensor_ensure(be, &rd->dhp, 3, sh));
     const float *rown = r;
     if (m->dirs > 1) {
-        STRIX_TRY(strix_tensor_ensure(be, &rd->gh, 3, sp + 1));
-        STRIX_TRY(strix_copy_2d(be, rd->gh.data, H, r + (size_t)d * H, DH, T * B, H));
+        STRIX_TRY(strix_tensor_ensure(be, &rd->gh, 3, sh));
+        STRIX_TRY(strix_copy_2d(be, rd->gh.data, Hr, r + (size_t)d * Hr, DH, T * B, Hr));
         rown = rd->gh.data;
     }
     // the block of the cell input: LSTM's g (rows 2H..3H), GRU's n (2H..3H), RNN's only block
-    size_t q = mode == STRIX_RNN_TANH ? 0 : 2;
+    size_t q = is_elman(mode) ? 0 : 2;
     const float *wih = m->weight_ih[idx]->data + q * H * I_l;
-    const float *whh = m->weight_hh[idx]->data + q * H * H;
+    const float *whh = m->weight_hh[idx]->data + q * H * Hr;
     const float *P = rd->p.data;
     float *Z = rd->dp.data, *RG = rd->dp.data + (G > 1 ? 2 : 0) * TBH;
-    const float *hprev_all = rd->hs.data + (d == 0 ? 0 : BH);
+    const float *hprev_all = rd->hs.data + (d == 0 ? 0 : BHr);
     if (!gru) { // z = in·W_ihᵀ + h_prev·W_hhᵀ of the cell input, + its biases with the flag
         float *zd = Z;
         if (G == 1) { // RNN: RG is dp itself, z goes to dhn
@@ -720,7 +811,7 @@ static strix_status dir_relevance(strix_rnn *m, int l, int d, const float *r, co
             zd = rd->dhn.data;
         }
         STRIX_TRY(strix_gemm_ex(be, in, false, wih, true, zd, T * B, I_l, H, 0.0f));
-        STRIX_TRY(strix_gemm_ex(be, hprev_all, false, whh, true, zd, T * B, H, H, 1.0f));
+        STRIX_TRY(strix_gemm_ex(be, hprev_all, false, whh, true, zd, T * B, Hr, H, 1.0f));
         if (m->base.rule.bias_in_denominator && m->bias_ih[idx]) {
             STRIX_TRY(strix_add_row_vector(be, zd, m->bias_ih[idx]->data + q * H, zd, T * B, H));
             STRIX_TRY(strix_add_row_vector(be, zd, m->bias_hh[idx]->data + q * H, zd, T * B, H));
@@ -731,18 +822,27 @@ static strix_status dir_relevance(strix_rnn *m, int l, int d, const float *r, co
             STRIX_TRY(strix_copy_2d(be, whnt + k, H, whh + k * H, 1, H, 1));
     }
     float *rh = w->dh.data, *rc = w->dc.data;
-    STRIX_TRY(load_slice(be, rh, r_hn, idx, BH));
+    STRIX_TRY(load_slice(be, rh, r_hn, idx, BHr));
     if (lstm) STRIX_TRY(load_slice(be, rc, r_cn, idx, BH));
     for (size_t k = 0; k < T; k++) {
         size_t t = d == 0 ? T - 1 - k : k;
         size_t sprev = d == 0 ? t : t + 1, sout = d == 0 ? t + 1 : t;
-        const float *hprev = rd->hs.data + sprev * BH;
+        const float *hprev = rd->hs.data + sprev * BHr;
         const float *p0 = P + t * BH, *p1 = p0 + TBH, *p2 = p1 + TBH;
         float *rg = RG + t * BH;
         strix_cell_args a = {{0}, {0}, eps};
         if (lstm) {
-            a.in[0] = rown + t * BH;
+            a.in[0] = rown + t * BHr;
             a.in[1] = rh;
+            if (whr) { // h_t = u_t·W_hrᵀ (no bias): R_u by the epsilon rule with z = h_t
+                float *rsum = rd->dhp.data + t * BHr;
+                STRIX_TRY(strix_add(be, a.in[0], rh, rsum, BHr));
+                STRIX_TRY(strix_lrp_linear(be, rd->hu.data + t * BH, whr->data,
+                                           rd->hs.data + sout * BHr, rsum, w->du.data, B, H, Hr,
+                                           eps));
+                a.in[0] = w->du.data;
+                a.in[1] = NULL;
+            }
             a.in[2] = rc;
             a.in[3] = p0;
             a.in[4] = p1;
@@ -752,7 +852,7 @@ static strix_status dir_relevance(strix_rnn *m, int l, int d, const float *r, co
             a.out[0] = rg;
             a.out[1] = rc;
             STRIX_TRY(strix_recurrent_cell(be, STRIX_CELL_LSTM_LRP, &a, BH));
-            STRIX_TRY(strix_lrp_linear(be, hprev, whh, Z + t * BH, rg, rh, B, H, H, eps));
+            STRIX_TRY(strix_lrp_linear(be, hprev, whh, Z + t * BH, rg, rh, B, Hr, H, eps));
         } else if (gru) {
             float *direct = rd->dp.data + t * BH, *term = rd->dp.data + TBH + t * BH;
             a.in[0] = rown + t * BH;
@@ -770,12 +870,12 @@ static strix_status dir_relevance(strix_rnn *m, int l, int d, const float *r, co
             STRIX_TRY(strix_recurrent_cell(be, STRIX_CELL_GRU_LRP, &a, BH));
             STRIX_TRY(strix_gru_lrp_hprev(be, hprev, whnt, rd->hn.data + t * BH, term, direct, rh,
                                           B, H, eps));
-        } else { // h = tanh(z) hands all of R_h to z
+        } else { // h = tanh(z) or relu(z) hands all of R_h to z
             STRIX_TRY(strix_add(be, rown + t * BH, rh, rg, BH));
             STRIX_TRY(strix_lrp_linear(be, hprev, whh, Z + t * BH, rg, rh, B, H, H, eps));
         }
     }
-    STRIX_TRY(strix_copy(be, w->dh0.data + (size_t)idx * BH, rh, BH * sizeof(float),
+    STRIX_TRY(strix_copy(be, w->dh0.data + (size_t)idx * BHr, rh, BHr * sizeof(float),
                          STRIX_COPY_D2D));
     if (lstm)
         STRIX_TRY(strix_copy(be, w->dc0.data + (size_t)idx * BH, rc, BH * sizeof(float),
@@ -804,7 +904,7 @@ strix_status strix_rnn_relevance(strix_rnn *m, const strix_tensor *r_y, const st
     strix_backend *be = m->base.be;
     bool lstm = m->cfg.mode == STRIX_RNN_LSTM;
     size_t B = (size_t)w->B, T = (size_t)w->T, I = (size_t)m->cfg.input_size;
-    size_t H = (size_t)m->cfg.hidden_size, DH = (size_t)m->dirs * H;
+    size_t H = (size_t)m->cfg.hidden_size, DH = (size_t)m->dirs * (size_t)m->out_size;
     int L = m->cfg.num_layers;
     size_t widest = I > DH ? I : DH;
     size_t nsx = T * B * (widest > H ? widest : H); // +=-scratch of dirs 2, RNN's z

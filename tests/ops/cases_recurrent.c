@@ -456,14 +456,15 @@ static void reverse_time_sum_host(strix_backend *be, const float *terms, float *
 
 typedef struct rnn_fd {
     float z[CELL_N], g[CELL_N];
+    bool relu; /* relu instead of tanh */
 } rnn_fd;
 
-/* L = Σ tanh(z)·g, tanh on the backend (strix_elementwise). */
+/* L = Σ tanh(z)·g (relu(z)·g with relu), on the backend (strix_elementwise). */
 static double rnn_loss(strix_backend *be, void *ctx) {
     rnn_fd *c = ctx;
     float h[CELL_N];
     float *dz = up(be, c->z, CELL_N), *dh = up(be, c->z, CELL_N);
-    OK(strix_elementwise(be, STRIX_ACT_TANH, dz, dh, CELL_N));
+    OK(strix_elementwise(be, c->relu ? STRIX_ACT_RELU : STRIX_ACT_TANH, dz, dh, CELL_N));
     down(be, h, dh, CELL_N);
     strix_free(be, dz), strix_free(be, dh);
     return host_dot(h, c->g, CELL_N);
@@ -512,7 +513,7 @@ static void test_cells_finite_differences(void **state) {
     (void)state;
     FOR_EACH_BACKEND(be) {
         /* Elman RNN */
-        rnn_fd rc;
+        rnn_fd rc = {.relu = false};
         tl_fill_uniform(rc.z, CELL_N, 1, -1.5f, 1.5f);
         tl_fill_uniform(rc.g, CELL_N, 2, -1.0f, 1.0f);
         float h[CELL_N], dz[CELL_N];
@@ -521,6 +522,29 @@ static void test_cells_finite_differences(void **state) {
         float *rout[] = {dz};
         cell_host(be, STRIX_CELL_RNN_BACKWARD, rin, 3, rout, 1, CELL_N, 0.0f);
         assert_true(fd_check("rnn dz", be, rnn_loss, &rc, rc.z, CELL_N, dz));
+
+        /* Elman RNN with ReLU: central differences (no z within 1e-2 of the kink), and the
+         * exact values: dz = g + dh_next where h > 0, exactly 0 where h = 0 (torch's
+         * threshold_backward) */
+        rnn_fd rr;
+        tl_fill_uniform(rr.z, CELL_N, 3, -1.5f, 1.5f);
+        tl_fill_uniform(rr.g, CELL_N, 4, -1.0f, 1.0f);
+        for (size_t k = 0; k < CELL_N; k++)
+            if (fabsf(rr.z[k]) < 0.05f) rr.z[k] = 0.3f;
+        rr.relu = true;
+        float hr[CELL_N], dzr[CELL_N], dn[CELL_N];
+        tl_fill_uniform(dn, CELL_N, 5, -1.0f, 1.0f);
+        for (size_t k = 0; k < CELL_N; k++) hr[k] = rr.z[k] > 0.0f ? rr.z[k] : 0.0f;
+        const float *rrin[] = {rr.g, NULL, hr};
+        float *rrout[] = {dzr};
+        cell_host(be, STRIX_CELL_RNN_RELU_BACKWARD, rrin, 3, rrout, 1, CELL_N, 0.0f);
+        assert_true(fd_check("rnn relu dz", be, rnn_loss, &rr, rr.z, CELL_N, dzr));
+        const float *rrin2[] = {rr.g, dn, hr};
+        cell_host(be, STRIX_CELL_RNN_RELU_BACKWARD, rrin2, 3, rrout, 1, CELL_N, 0.0f);
+        for (size_t k = 0; k < CELL_N; k++) {
+            float want = hr[k] > 0.0f ? rr.g[k] + dn[k] : 0.0f;
+            assert_true(dzr[k] == want);
+        }
 
         /* LSTM: every pre-activation and c_prev */
         lstm_fd lc;
@@ -577,7 +601,7 @@ static void test_cells_optional_and_aliasing(void **state) {
         {STRIX_CELL_RNN_BACKWARD, 3, 1, 0x2},   {STRIX_CELL_LSTM_FORWARD, 5, 3, 0x10},
         {STRIX_CELL_LSTM_BACKWARD, 9, 5, 0x106}, {STRIX_CELL_LSTM_LRP, 8, 2, 0x46},
         {STRIX_CELL_GRU_FORWARD, 5, 3, 0x10},   {STRIX_CELL_GRU_BACKWARD, 7, 5, 0x42},
-        {STRIX_CELL_GRU_LRP, 9, 3, 0x42},
+        {STRIX_CELL_GRU_LRP, 9, 3, 0x42},       {STRIX_CELL_RNN_RELU_BACKWARD, 3, 1, 0x2},
     };
     FOR_EACH_BACKEND(be) {
         for (size_t c = 0; c < sizeof ops / sizeof ops[0]; c++) {

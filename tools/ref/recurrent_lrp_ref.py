@@ -16,11 +16,14 @@ own init); the forward is re-run here in float64 and checked against torch's:
         x gets x_j·W_in,kj/stab(n_pre_k)·R_n_k, hn gets r·hn/stab(n_pre)·R_n, and h_prev
         h_prev_j·W_hn,kj/stab(hn_k) of it (n_pre, hn with their biases);
 layers top down, each direction its H columns of the layer output's relevance, both
-directions' input relevance summed; RNN (tanh) hands R_h to z, split as LSTM's z.
+directions' input relevance summed; RNN (tanh or relu) hands R_h to z, split as LSTM's z;
+LSTM with proj_size: h = u·W_hrᵀ, u = o·tanh(c), R_u_j = Σ_k u_j·W_hr,kj/stab(h_k)·R_h_k, and
+R_u goes on to c as R_h does without projections.
 stab(z) = z + eps·sign(z), sign(0) = +1.
-Arrays: x, h0, c0 (LSTM), eps, r_y (B,T,dirs·H), r_h_n, r_c_n (LSTM) the seeded relevance,
-the outputs r_x, r_h0, r_c0 (LSTM), "param.<name>" for every parameter. Sizes B=2, T=4, I=3,
-H=5, eps 1e-2. This script does not test strix and is not needed to run the tests.
+Arrays: x, h0, c0 (LSTM), eps, r_y (B,T,dirs·Hr), r_h_n, r_c_n (LSTM) the seeded
+relevance, the outputs r_x, r_h0, r_c0 (LSTM), "param.<name>" for every parameter. Sizes B=2,
+T=4, I=3, H=5 (Hr = proj_size 3 for lstm_proj, else H), eps 1e-2. This script does not test
+strix and is not needed to run the tests.
 """
 import os
 import sys
@@ -37,6 +40,7 @@ OUT_DIR = os.path.join("tests", "golden", "recurrent")
 SEED = 3030
 B, T, I, H = 2, 4, 3, 5
 EPS = 1e-2
+PROJ = 3
 
 
 def stab(z, eps):
@@ -55,25 +59,27 @@ def lin_terms(x, w, z, r, eps):
 
 def run_dir(kind, p, x, h0, c0, reverse):
     """Forward of one direction in float64: x (T, B, I_l). Returns the per-step caches."""
-    wih, whh, bih, bhh = p
+    wih, whh, bih, bhh, whr = p
     steps = range(T - 1, -1, -1) if reverse else range(T)
     h, c = h0, c0
     cache = {}
-    ys = np.zeros((T, B, H))
+    ys = np.zeros((T, B, h0.shape[1]))
     for t in steps:
         gx = x[t] @ wih.T + bih
         gh = h @ whh.T + bhh
-        if kind == "rnn":
+        if kind in ("rnn", "rnn_relu"):
             zpre = x[t] @ wih.T + h @ whh.T                           # pre-bias z
-            hn_ = np.tanh(gx + gh)
+            hn_ = np.tanh(gx + gh) if kind == "rnn" else np.maximum(gx + gh, 0.0)
             cache[t] = dict(h_prev=h, x=x[t], z=zpre)
-        elif kind == "lstm":
+        elif kind in ("lstm", "lstm_proj"):
             zi, zf, zg, zo = np.split(gx + gh, 4, axis=1)
             i, f, g, o = sig(zi), sig(zf), np.tanh(zg), sig(zo)
             cn = f * c + i * g
-            hn_ = o * np.tanh(cn)
+            u = o * np.tanh(cn)
+            hn_ = u @ whr.T if whr is not None else u
             zpre = (x[t] @ wih.T + h @ whh.T)[:, 2 * H:3 * H]     # pre-bias z of g
-            cache[t] = dict(i=i, f=f, g=g, c_prev=c, c=cn, h_prev=h, x=x[t], z=zpre)
+            cache[t] = dict(i=i, f=f, g=g, c_prev=c, c=cn, h_prev=h, x=x[t], z=zpre, u=u,
+                            h=hn_)
             c = cn
         else:
             xr, xz, xn = np.split(gx, 3, axis=1)
@@ -91,18 +97,21 @@ def run_dir(kind, p, x, h0, c0, reverse):
 
 def lrp_dir(kind, p, cache, r_own, rh_T, rc_T, reverse, eps):
     """Relevance of one direction: r_own (T, B, H). Returns R_x (T, B, I_l), R_h0, R_c0."""
-    wih, whh = p[0], p[1]
+    wih, whh, whr = p[0], p[1], p[4]
     steps = range(T) if reverse else range(T - 1, -1, -1)
     rh, rc = rh_T, rc_T
     rx = np.zeros((T, B, wih.shape[1]))
     for t in steps:
         k = cache[t]
-        if kind == "rnn":
+        if kind in ("rnn", "rnn_relu"):
             rz = r_own[t] + rh
             rx[t] = lin_terms(k["x"], wih, k["z"], rz, eps)
             rh = lin_terms(k["h_prev"], whh, k["z"], rz, eps)
-        elif kind == "lstm":
-            rc_tot = r_own[t] + rh + rc
+        elif kind in ("lstm", "lstm_proj"):
+            ru = r_own[t] + rh
+            if whr is not None:
+                ru = lin_terms(k["u"], whr, k["h"], ru, eps)
+            rc_tot = ru + rc
             rg = k["i"] * k["g"] / stab(k["c"], eps) * rc_tot
             rc = k["f"] * k["c_prev"] / stab(k["c"], eps) * rc_tot
             rx[t] = lin_terms(k["x"], wih[2 * H:3 * H], k["z"], rg, eps)
@@ -119,17 +128,22 @@ def lrp_dir(kind, p, cache, r_own, rh_T, rc_T, reverse, eps):
 
 def case(name, kind, layers, bidirectional, seed):
     torch.manual_seed(SEED + seed)
-    cls = {"lstm": nn.LSTM, "gru": nn.GRU, "rnn": nn.RNN}[kind]
-    m = cls(I, H, num_layers=layers, batch_first=True, bidirectional=bidirectional)
+    extra = {"rnn_relu": dict(nonlinearity="relu"), "lstm_proj": dict(proj_size=PROJ)}
+    cls = {"lstm": nn.LSTM, "gru": nn.GRU, "rnn": nn.RNN, "rnn_relu": nn.RNN,
+           "lstm_proj": nn.LSTM}[kind]
+    m = cls(I, H, num_layers=layers, batch_first=True, bidirectional=bidirectional,
+            **extra.get(kind, {}))
+    lstm = kind in ("lstm", "lstm_proj")
+    hr = PROJ if kind == "lstm_proj" else H
     dirs = 2 if bidirectional else 1
     x = randn(B, T, I)
-    h0 = randn(layers * dirs, B, H)
+    h0 = randn(layers * dirs, B, hr)
     c0 = randn(layers * dirs, B, H)
-    r_y = randn(B, T, dirs * H)
-    r_hn = randn(layers * dirs, B, H)
+    r_y = randn(B, T, dirs * hr)
+    r_hn = randn(layers * dirs, B, hr)
     r_cn = randn(layers * dirs, B, H)
     with torch.no_grad():
-        y_t, _ = m(x, (h0, c0) if kind == "lstm" else h0)
+        y_t, _ = m(x, (h0, c0) if lstm else h0)
     P = {n: v.detach().double().numpy() for n, v in m.named_parameters()}
     X = x.double().numpy().transpose(1, 0, 2)     # time-major
     H0, C0 = h0.double().numpy(), c0.double().numpy()
@@ -139,7 +153,8 @@ def case(name, kind, layers, bidirectional, seed):
         outs = []
         for d in range(dirs):
             s = f"_l{l}" + ("_reverse" if d else "")
-            p = (P["weight_ih" + s], P["weight_hh" + s], P["bias_ih" + s], P["bias_hh" + s])
+            p = (P["weight_ih" + s], P["weight_hh" + s], P["bias_ih" + s], P["bias_hh" + s],
+                 P.get("weight_hr" + s))
             idx = l * dirs + d
             ys, _, _, cache = run_dir(kind, p, inp, H0[idx], C0[idx], d == 1)
             outs.append(ys)
@@ -157,21 +172,21 @@ def case(name, kind, layers, bidirectional, seed):
         for d in range(dirs):
             idx = l * dirs + d
             p, cache, _ = caches[idx]
-            rx, rh, rc = lrp_dir(kind, p, cache, r[:, :, d * H:(d + 1) * H], RHN[idx],
-                                 RCN[idx] if kind == "lstm" else 0.0, d == 1, EPS)
+            rx, rh, rc = lrp_dir(kind, p, cache, r[:, :, d * hr:(d + 1) * hr], RHN[idx],
+                                 RCN[idx] if lstm else 0.0, d == 1, EPS)
             r_in = rx if r_in is None else r_in + rx
             rh0[idx] = rh
             rc0[idx] = rc
         r = r_in
     arrays = [("x", x), ("h0", h0)]
-    if kind == "lstm":
+    if lstm:
         arrays.append(("c0", c0))
     arrays += [("eps", EPS), ("r_y", r_y), ("r_h_n", r_hn)]
-    if kind == "lstm":
+    if lstm:
         arrays.append(("r_c_n", r_cn))
     arrays += [("r_x", torch.from_numpy(r.transpose(1, 0, 2).copy())),
                ("r_h0", torch.from_numpy(rh0))]
-    if kind == "lstm":
+    if lstm:
         arrays.append(("r_c0", torch.from_numpy(rc0)))
     for pname, v in m.named_parameters():
         arrays.append(("param." + pname, v.detach()))
@@ -187,6 +202,8 @@ def main():
     case("lstm_lrp_2l_bi", "lstm", 2, True, seed=3)
     case("gru_lrp_2l_bi", "gru", 2, True, seed=4)
     case("rnn_lrp_2l_bi", "rnn", 2, True, seed=5)
+    case("rnn_relu_lrp_2l_bi", "rnn_relu", 2, True, seed=6)
+    case("lstm_proj_lrp_2l_bi", "lstm_proj", 2, True, seed=7)
 
 
 if __name__ == "__main__":

@@ -67,7 +67,11 @@ typedef enum strix_cell_op {
      * -> with Rh = r + R_h_next: out[0] R_hprev_direct = (z·h_prev / stab h)·Rh,
      * out[1] R_n = ((1 - z)·n / stab h)·Rh, out[2] R_term_b = (r_gate·hn / stab n_pre)·R_n (the
      * relevance of r_gate·hn, all of it for hn; the rest of R_n belongs to n_x). Uses eps. */
-    STRIX_CELL_GRU_LRP
+    STRIX_CELL_GRU_LRP,
+    /* torch.nn.RNN(nonlinearity='relu'): in[0] g (grad on h from above), in[1] dh_next
+     * (NULL = 0), in[2] h = relu(z) -> out[0] dz = h > 0 ? g + dh_next : 0 (torch's
+     * threshold_backward: no gradient at h = 0). */
+    STRIX_CELL_RNN_RELU_BACKWARD
 } strix_cell_op;
 
 typedef struct strix_cell_args {

@@ -28,6 +28,7 @@ strix_status cpu_recurrent_cell(strix_backend *be, strix_cell_op op, const strix
     case STRIX_CELL_GRU_FORWARD: CELL_LOOP(strix_gru_forward_element); break;
     case STRIX_CELL_GRU_BACKWARD: CELL_LOOP(strix_gru_backward_element); break;
     case STRIX_CELL_GRU_LRP: CELL_LOOP(strix_gru_lrp_element); break;
+    case STRIX_CELL_RNN_RELU_BACKWARD: CELL_LOOP(strix_rnn_relu_backward_element); break;
     }
     return STRIX_OK;
 }

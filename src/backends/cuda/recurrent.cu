@@ -30,6 +30,7 @@ CELL_KERNEL(lstm_lrp_kernel, strix_lstm_lrp_element)
 CELL_KERNEL(gru_forward_kernel, strix_gru_forward_element)
 CELL_KERNEL(gru_backward_kernel, strix_gru_backward_element)
 CELL_KERNEL(gru_lrp_kernel, strix_gru_lrp_element)
+CELL_KERNEL(rnn_relu_backward_kernel, strix_rnn_relu_backward_element)
 
 /* Lane o = (row, kk) of (rows, hidden). */
 static __global__ void gru_lrp_hprev_kernel(const float *h_prev, const float *w_hn,
@@ -69,6 +70,9 @@ strix_status cuda_recurrent_cell(strix_backend *be, strix_cell_op op, const stri
         break;
     case STRIX_CELL_GRU_LRP:
         gru_lrp_kernel<<<blocks, CUDA_BLOCK, 0, stream>>>(*args, n);
+        break;
+    case STRIX_CELL_RNN_RELU_BACKWARD:
+        rnn_relu_backward_kernel<<<blocks, CUDA_BLOCK, 0, stream>>>(*args, n);
         break;
     }
     return cuda_launched(be, "recurrent_cell");
