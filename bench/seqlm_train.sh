@@ -17,12 +17,12 @@ PY=${TORCH_PYTHON:-python3}
 DATA=../shared/data/tinyshakespeare.txt
 # the ~0.8 M-parameter shapes (README's table uses the same)
 declare -A SHAPE=(
-    [rnn]="--d-model 128 --layers 2 --hidden 384"
+    [rnn]="--d-model 128 --layers 2 --hidden 480"
     [lstm]="--d-model 128 --layers 2 --hidden 232"
     [gru]="--d-model 128 --layers 2 --hidden 272"
-    [mamba]="--d-model 160 --layers 4 --d-state 16 --d-conv 4 --expand 2"
-    [rwkv]="--d-model 128 --layers 4 --d-ff 512"
-    [retnet]="--d-model 128 --layers 4 --heads 4 --d-ff 256"
+    [mamba]="--d-model 192 --layers 3 --d-state 16 --d-conv 4 --expand 2"
+    [rwkv]="--d-model 128 --layers 4 --d-ff 448"
+    [retnet]="--d-model 128 --layers 4 --heads 4 --d-ff 192"
 )
 [ -x "$BUILD/bench_seqlm" ] || { echo "build first: make build" >&2; exit 1; }
 log=$(mktemp)

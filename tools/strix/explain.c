@@ -1,8 +1,8 @@
 /*
  * explain.c - `strix explain`: loads a checkpoint, explains the model's next-character prediction
  * after the prompt (--prompt TEXT, or --prompt-file FILE, `-` for standard input) with
- * strix_gpt_explain (--method: AttnLRP by default, or gradient × input, integrated gradients,
- * saliency), prints the predicted character with its probability, the prompt coloured by
+ * strix_lm_explain (--method: LRP by default - AttnLRP for a GPT, each block's own rules for a
+ * sequence model -, or gradient × input, integrated gradients, saliency), prints the predicted character with its probability, the prompt coloured by
  * relevance per character (the bytes of one UTF-8 character merged), the top contributors, the
  * relevance sums (a warning when a method that should conserve relevance is off by more than
  * 25 % or has the opposite sign), optionally a deletion check (--deletion K), and writes the

@@ -93,7 +93,8 @@ static void train_specs(train_flags *f, arg_spec *s) {
         FLAG("head-sizes", ARG_STRING, &f->head_sizes, 0, 0, 0, "A,B,..",
              "heterogeneous head sizes summing to --d-model, e.g. 16,16,32 (default: uniform)"),
         FLAG("d-ff", ARG_INT, &f->d_ff, 0, 1 << 24, 0, "N",
-             "gpt: MLP, rwkv: channel-mix, retnet: FFN hidden size (default 0 = 4 x d-model)"),
+             "gpt: MLP, rwkv: channel-mix, retnet: FFN hidden size (default 0 = 4 x d-model; "
+             "retnet 2 x)"),
         FLAG("block", ARG_INT, &f->block, 1, 1 << 20, 0, "T", "context length T (default 64)"),
         FLAG("batch", ARG_INT, &f->batch, 1, 1 << 20, 0, "B",
              "sequences per micro-batch B (default 16)"),
