@@ -2,10 +2,12 @@
  * explain_common.c - the shared parts of the character LMs' explanations (explain_common.h).
  */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "models/common/explain_common.h"
 #include "nn/rules_internal.h"
+#include "strix/attribution.h"
 
 strix_status lm_explain_check(const char *who, int V, int block, const int32_t *ids, int n,
                               const strix_gpt_explain_config *cfg) {
@@ -90,4 +92,146 @@ strix_status lm_check_logits(const char *who, const float *logits, int V) {
             return strix_error(STRIX_ERR_NUMERIC, "%s: logit %d is %g", who, v,
                                (double)logits[v]);
     return STRIX_OK;
+}
+
+// ---- the trunk of the gradient methods ----------------------------------------------------------
+
+static strix_status trunk_host(lm_trunk *t, size_t n) {
+    if (n <= t->host_cap) return STRIX_OK;
+    float *p = realloc(t->host, n * sizeof(float));
+    if (!p) return strix_error(STRIX_ERR_ALLOC, "%s: out of memory", t->who);
+    t->host = p;
+    t->host_cap = n;
+    return STRIX_OK;
+}
+
+/* Forward: dst[b][v] = src[b][v] − src[b][contrast]; backward: the transpose, dst[b][contrast]
+ * −= Σ_v src[b][v]. On the host (B·V floats). */
+static strix_status apply_contrast(lm_trunk *t, const float *src, float *dst, bool backward) {
+    size_t V = (size_t)t->V, n = (size_t)t->B * V;
+    STRIX_TRY(trunk_host(t, n));
+    STRIX_TRY(strix_copy(t->base.be, t->host, src, n * sizeof(float), STRIX_COPY_D2H));
+    for (int b = 0; b < t->B; b++) {
+        float *row = t->host + (size_t)b * V;
+        if (backward) {
+            float sum = 0.0f;
+            for (size_t v = 0; v < V; v++) sum += row[v];
+            row[t->contrast] -= sum;
+        } else {
+            float c = row[t->contrast];
+            for (size_t v = 0; v < V; v++) row[v] -= c;
+        }
+    }
+    return strix_copy(t->base.be, dst, t->host, n * sizeof(float), STRIX_COPY_H2D);
+}
+
+static strix_status trunk_forward(strix_module *m, const strix_tensor *x, const strix_tensor **y) {
+    lm_trunk *t = (lm_trunk *)m;
+    strix_backend *be = m->be;
+    size_t V = (size_t)t->V;
+    if (x->ndim != 3 || x->shape[1] != t->T || x->shape[2] != t->C)
+        return strix_error(STRIX_ERR_SHAPE, "%s: embeddings must be (B,%d,%d)", t->who, t->T,
+                           t->C);
+    int B = (int)x->shape[0], T = t->T;
+    t->B = B;
+    int64_t yshape[2] = {B, (int64_t)V};
+    STRIX_TRY(strix_tensor_ensure(be, &t->y, 2, yshape));
+    const strix_tensor *logits;
+    STRIX_TRY(t->body_forward(t->ctx, x, &logits));
+    for (int b = 0; b < B; b++)
+        STRIX_TRY(strix_copy(be, t->y.data + (size_t)b * V,
+                             logits->data + ((size_t)b * (size_t)T + (size_t)(T - 1)) * V,
+                             V * sizeof(float), STRIX_COPY_D2D));
+    if (t->contrast >= 0) STRIX_TRY(apply_contrast(t, t->y.data, t->y.data, false));
+    *y = &t->y;
+    return STRIX_OK;
+}
+
+static strix_status trunk_backward(strix_module *m, const strix_tensor *dy,
+                                   const strix_tensor **dx) {
+    lm_trunk *t = (lm_trunk *)m;
+    strix_backend *be = m->be;
+    size_t V = (size_t)t->V;
+    int B = t->B, T = t->T;
+    const float *d = dy->data;
+    if (t->contrast >= 0) {
+        STRIX_TRY(strix_tensor_ensure(be, &t->dy, dy->ndim, dy->shape));
+        STRIX_TRY(apply_contrast(t, dy->data, t->dy.data, true));
+        d = t->dy.data;
+    }
+    int64_t shape[3] = {B, T, (int64_t)V};
+    STRIX_TRY(strix_tensor_ensure(be, &t->dlogits, 3, shape));
+    STRIX_TRY(strix_fill(be, t->dlogits.data, 0.0f, (size_t)B * (size_t)T * V));
+    for (int b = 0; b < B; b++)
+        STRIX_TRY(strix_copy(be, t->dlogits.data + ((size_t)b * (size_t)T + (size_t)(T - 1)) * V,
+                             d + (size_t)b * V, V * sizeof(float), STRIX_COPY_D2D));
+    return t->body_backward(t->ctx, &t->dlogits, dx);
+}
+
+static const strix_module_i trunk_vt = {
+    .type = "LMTrunk", .forward = trunk_forward, .backward = trunk_backward};
+
+void lm_trunk_init(lm_trunk *t, strix_backend *be, const char *who, void *ctx,
+                   lm_body_forward fwd, lm_body_backward bwd, int T, int C, int V,
+                   int32_t contrast) {
+    memset(t, 0, sizeof *t);
+    t->base.vt = &trunk_vt;
+    t->base.be = be;
+    t->who = who;
+    t->ctx = ctx;
+    t->body_forward = fwd;
+    t->body_backward = bwd;
+    t->T = T;
+    t->C = C;
+    t->V = V;
+    t->contrast = contrast;
+}
+
+void lm_trunk_free(lm_trunk *t) {
+    strix_tensor_free(&t->y);
+    strix_tensor_free(&t->dy);
+    strix_tensor_free(&t->dlogits);
+    free(t->host);
+    t->host = NULL;
+    t->host_cap = 0;
+}
+
+strix_status lm_explain_gradient(lm_trunk *t, const strix_tensor *x, strix_params *ps,
+                                 const strix_gpt_explain_config *cfg, strix_gpt_explanation *out) {
+    int32_t target = out->target;
+    strix_attr_config ac = {.targets = &target, .params = ps};
+    strix_attribution a = {0};
+    strix_status s;
+    switch (cfg->method) {
+    case STRIX_GPT_EXPLAIN_GRADIENT_X_INPUT:
+        s = strix_attr_input_x_gradient(&t->base, x, &ac, &a);
+        break;
+    case STRIX_GPT_EXPLAIN_INTEGRATED_GRADIENTS:
+        s = strix_attr_integrated_gradients(&t->base, x, NULL, cfg->ig_steps,
+                                            STRIX_IG_GAUSS_LEGENDRE, &ac, &a);
+        break;
+    default:
+        s = strix_attr_saliency(&t->base, x, &ac, true, &a);
+        break;
+    }
+    size_t C = (size_t)t->C;
+    out->relevance = s == STRIX_OK ? calloc((size_t)t->T, sizeof(float)) : NULL;
+    if (s == STRIX_OK && !out->relevance) s = strix_error(STRIX_ERR_ALLOC, "%s: out of memory", t->who);
+    double in_sum = 0.0;
+    for (int p = 0; p < t->T && s == STRIX_OK; p++) {
+        double sum = 0.0;
+        for (size_t d = 0; d < C; d++) sum += a.values[(size_t)p * C + d];
+        out->relevance[p] = (float)sum;
+        in_sum += sum;
+    }
+    if (s == STRIX_OK) {
+        out->relevance_in_sum = in_sum;
+        out->relevance_out_sum = a.output[0];
+        out->softmax_gap = NAN;
+        bool ig = cfg->method == STRIX_GPT_EXPLAIN_INTEGRATED_GRADIENTS;
+        out->baseline_output = ig ? a.baseline_output[0] : NAN;
+        out->conserved_sum = ig ? a.output_delta[0] : NAN;
+    }
+    strix_attribution_free(&a);
+    return s;
 }

@@ -16,7 +16,6 @@
 #include "gpt_internal.h"
 #include "models/common/explain_common.h"
 #include "nn/rules_internal.h"
-#include "strix/attribution.h"
 
 strix_gpt_explain_config strix_gpt_explain_defaults(void) {
     strix_gpt_explain_config c;
@@ -173,45 +172,21 @@ static strix_status explain_run(strix_gpt *g, const int32_t *ids, int T,
 
 // ---- gradient methods --------------------------------------------------------------------------
 
-/* The GPT from its token embeddings to the last position's logits as a strix_module, for the
- * explainers of strix/attribution.h: x (B,T,C) token embeddings -> y (B,V) with
- * y[b] = logits[b, T−1] (minus logits[b, T−1, contrast] in every column with a contrast, so
- * class `target` is the logit difference). The position embeddings are added inside, so the
- * gradient with respect to x is that with respect to x0 = x + wpe. Lives on the caller's stack
- * (no destroy). */
-typedef struct gpt_head_module {
-    strix_module base;
+/* The GPT's body for the gradient methods' trunk (explain_common.h): token embeddings x (B,T,C)
+ * plus the position embeddings, the blocks, ln_f, lm_head -> logits (B,T,V), and back. So the
+ * gradient with respect to x is that with respect to x0 = x + wpe. */
+typedef struct gpt_body {
     strix_gpt *g;
-    int32_t contrast;
-    int B, T;
-    strix_tensor x0, y, dlogits;
-    float *host;          /* (B,V) scratch for the contrast */
-    size_t host_cap;
-} gpt_head_module;
+    strix_tensor x0;
+} gpt_body;
 
-/* Grows the host scratch to n floats. */
-static strix_status head_host(gpt_head_module *h, size_t n) {
-    if (n <= h->host_cap) return STRIX_OK;
-    float *p = realloc(h->host, n * sizeof(float));
-    if (!p) return strix_error(STRIX_ERR_ALLOC, "gpt explain: out of memory");
-    h->host = p;
-    h->host_cap = n;
-    return STRIX_OK;
-}
-
-static strix_status head_forward(strix_module *m, const strix_tensor *x, const strix_tensor **y) {
-    gpt_head_module *h = (gpt_head_module *)m;
+static strix_status body_forward(void *ctx, const strix_tensor *x, const strix_tensor **logits) {
+    gpt_body *h = ctx;
     strix_gpt *g = h->g;
     strix_backend *be = g->be;
-    size_t C = (size_t)g->cfg.d_model, V = (size_t)g->cfg.vocab_size;
-    if (x->ndim != 3 || x->shape[1] != h->T || x->shape[2] != (int64_t)C)
-        return strix_error(STRIX_ERR_SHAPE, "gpt explain: embeddings must be (B,%d,%zu)", h->T,
-                           C);
-    int B = (int)x->shape[0], T = h->T;
-    h->B = B;
-    int64_t xshape[3] = {B, T, (int64_t)C}, yshape[2] = {B, (int64_t)V};
-    STRIX_TRY(strix_tensor_ensure(be, &h->x0, 3, xshape));
-    STRIX_TRY(strix_tensor_ensure(be, &h->y, 2, yshape));
+    size_t C = (size_t)g->cfg.d_model;
+    int B = (int)x->shape[0], T = (int)x->shape[1];
+    STRIX_TRY(strix_tensor_ensure(be, &h->x0, 3, x->shape));
     if (g->wpe)
         STRIX_TRY(strix_add_row_vector(be, x->data, g->wpe->data, h->x0.data, (size_t)B,
                                        (size_t)T * C));
@@ -221,61 +196,19 @@ static strix_status head_forward(strix_module *m, const strix_tensor *x, const s
     const strix_tensor *a = &h->x0;
     for (int l = 0; l < g->cfg.n_layer; l++) STRIX_TRY(strix_block_forward(g->h[l], a, &a));
     STRIX_TRY(strix_layernorm_forward(g->ln_f, a, &a));
-    STRIX_TRY(strix_linear_forward(g->lm_head, a, &a));
-    for (int b = 0; b < B; b++)
-        STRIX_TRY(strix_copy(be, h->y.data + (size_t)b * V,
-                             a->data + ((size_t)b * (size_t)T + (size_t)(T - 1)) * V,
-                             V * sizeof(float), STRIX_COPY_D2D));
-    if (h->contrast >= 0) { // y[b][v] -= y[b][contrast], on the host (B·V floats)
-        size_t n = (size_t)B * V;
-        STRIX_TRY(head_host(h, n));
-        STRIX_TRY(strix_copy(be, h->host, h->y.data, n * sizeof(float), STRIX_COPY_D2H));
-        for (int b = 0; b < B; b++) {
-            float *row = h->host + (size_t)b * V, c = row[h->contrast];
-            for (size_t v = 0; v < V; v++) row[v] -= c;
-        }
-        STRIX_TRY(strix_copy(be, h->y.data, h->host, n * sizeof(float), STRIX_COPY_H2D));
-    }
-    *y = &h->y;
-    return STRIX_OK;
+    return strix_linear_forward(g->lm_head, a, logits);
 }
 
-static strix_status head_backward(strix_module *m, const strix_tensor *dy,
+static strix_status body_backward(void *ctx, const strix_tensor *dlogits,
                                   const strix_tensor **dx) {
-    gpt_head_module *h = (gpt_head_module *)m;
-    strix_gpt *g = h->g;
-    strix_backend *be = g->be;
-    size_t V = (size_t)g->cfg.vocab_size;
-    int B = h->B, T = h->T;
-    const float *d = dy->data;
-    if (h->contrast >= 0) { // d logit[v] = dy[v], d logit[contrast] −= Σ_v dy[v]
-        size_t n = (size_t)B * V;
-        STRIX_TRY(head_host(h, n));
-        STRIX_TRY(strix_copy(be, h->host, dy->data, n * sizeof(float), STRIX_COPY_D2H));
-        for (int b = 0; b < B; b++) {
-            float *row = h->host + (size_t)b * V, sum = 0.0f;
-            for (size_t v = 0; v < V; v++) sum += row[v];
-            row[h->contrast] -= sum;
-        }
-        STRIX_TRY(strix_copy(be, h->y.data, h->host, n * sizeof(float), STRIX_COPY_H2D));
-        d = h->y.data;
-    }
-    int64_t shape[3] = {B, T, (int64_t)V};
-    STRIX_TRY(strix_tensor_ensure(be, &h->dlogits, 3, shape));
-    STRIX_TRY(strix_fill(be, h->dlogits.data, 0.0f, (size_t)B * (size_t)T * V));
-    for (int b = 0; b < B; b++)
-        STRIX_TRY(strix_copy(be, h->dlogits.data + ((size_t)b * (size_t)T + (size_t)(T - 1)) * V,
-                             d + (size_t)b * V, V * sizeof(float), STRIX_COPY_D2D));
+    strix_gpt *g = ((gpt_body *)ctx)->g;
     const strix_tensor *a;
-    STRIX_TRY(strix_linear_backward(g->lm_head, &h->dlogits, &a));
+    STRIX_TRY(strix_linear_backward(g->lm_head, dlogits, &a));
     STRIX_TRY(strix_layernorm_backward(g->ln_f, a, &a));
     for (int l = g->cfg.n_layer - 1; l >= 0; l--) STRIX_TRY(strix_block_backward(g->h[l], a, &a));
     *dx = a;
     return STRIX_OK;
 }
-
-static const strix_module_i head_vt = {
-    .type = "GPTHead", .forward = head_forward, .backward = head_backward};
 
 /* A gradient method of cfg over ids (1,T), the prediction fields already in out. */
 static strix_status explain_gradient(strix_gpt *g, int T, const strix_gpt_explain_config *cfg,
@@ -288,49 +221,14 @@ static strix_status explain_gradient(strix_gpt *g, int T, const strix_gpt_explai
     strix_status s = strix_tensor_new(be, 3, shape, &x);
     if (s == STRIX_OK)
         s = strix_gather_rows(be, g->wte->weight->data, g->ids, x.data, (size_t)T, C);
-    gpt_head_module h = {.base = {.vt = &head_vt, .be = be}, .g = g, .contrast = cfg->contrast,
-                         .T = T};
-    int32_t target = out->target;
-    strix_attr_config ac = {.targets = &target, .params = &g->params};
-    strix_attribution a = {0};
-    if (s == STRIX_OK) {
-        switch (cfg->method) {
-        case STRIX_GPT_EXPLAIN_GRADIENT_X_INPUT:
-            s = strix_attr_input_x_gradient(&h.base, &x, &ac, &a);
-            break;
-        case STRIX_GPT_EXPLAIN_INTEGRATED_GRADIENTS:
-            s = strix_attr_integrated_gradients(&h.base, &x, NULL, cfg->ig_steps,
-                                                STRIX_IG_GAUSS_LEGENDRE, &ac, &a);
-            break;
-        default:
-            s = strix_attr_saliency(&h.base, &x, &ac, true, &a);
-            break;
-        }
-    }
-    out->relevance = s == STRIX_OK ? calloc((size_t)T, sizeof(float)) : NULL;
-    if (s == STRIX_OK && !out->relevance)
-        s = strix_error(STRIX_ERR_ALLOC, "gpt explain: out of memory");
-    double in_sum = 0.0;
-    for (int t = 0; t < T && s == STRIX_OK; t++) {
-        double sum = 0.0;
-        for (size_t d = 0; d < C; d++) sum += a.values[(size_t)t * C + d];
-        out->relevance[t] = (float)sum;
-        in_sum += sum;
-    }
-    if (s == STRIX_OK) {
-        out->relevance_in_sum = in_sum;
-        out->relevance_out_sum = a.output[0];
-        out->softmax_gap = NAN;
-        bool ig = cfg->method == STRIX_GPT_EXPLAIN_INTEGRATED_GRADIENTS;
-        out->baseline_output = ig ? a.baseline_output[0] : NAN;
-        out->conserved_sum = ig ? a.output_delta[0] : NAN;
-    }
-    strix_attribution_free(&a);
+    gpt_body body = {.g = g};
+    lm_trunk t;
+    lm_trunk_init(&t, be, "gpt explain", &body, body_forward, body_backward, T, (int)C,
+                  g->cfg.vocab_size, cfg->contrast);
+    if (s == STRIX_OK) s = lm_explain_gradient(&t, &x, &g->params, cfg, out);
+    lm_trunk_free(&t);
+    strix_tensor_free(&body.x0);
     strix_tensor_free(&x);
-    strix_tensor_free(&h.x0);
-    strix_tensor_free(&h.y);
-    strix_tensor_free(&h.dlogits);
-    free(h.host);
     return s;
 }
 

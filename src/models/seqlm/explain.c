@@ -15,7 +15,6 @@
 #include "models/common/explain_common.h"
 #include "nn/rules_internal.h"
 #include "seqlm_internal.h"
-#include "strix/attribution.h"
 
 #define WHO "seqlm explain"
 
@@ -104,100 +103,25 @@ static strix_status explain_lrp(strix_seqlm *m, const int32_t *ids, int T,
 
 // ---- gradient methods --------------------------------------------------------------------------
 
-/* The model from its token embeddings to the last position's logits as a strix_module for
- * strix/attribution.h: x (B,T,C) -> y (B,V) = logits[b, T−1] (minus the contrast's logit in
- * every column with a contrast). Lives on the caller's stack (no destroy). */
-typedef struct trunk_module {
-    strix_module base;
-    strix_seqlm *m;
-    int32_t contrast;
-    int B, T;
-    strix_tensor y, dlogits, dy;
-    float *host;
-    size_t host_cap;
-} trunk_module;
-
-static strix_status trunk_host(trunk_module *h, size_t n) {
-    if (n <= h->host_cap) return STRIX_OK;
-    float *p = realloc(h->host, n * sizeof(float));
-    if (!p) return strix_error(STRIX_ERR_ALLOC, WHO ": out of memory");
-    h->host = p;
-    h->host_cap = n;
-    return STRIX_OK;
-}
-
-/* t[b][v] -= t[b][contrast] (forward) or t[b][contrast] -= Σ_v t[b][v] (backward), on the host. */
-static strix_status apply_contrast(trunk_module *h, const float *src, float *dst, bool backward) {
-    size_t V = (size_t)h->m->cfg.vocab_size, n = (size_t)h->B * V;
-    STRIX_TRY(trunk_host(h, n));
-    STRIX_TRY(strix_copy(h->base.be, h->host, src, n * sizeof(float), STRIX_COPY_D2H));
-    for (int b = 0; b < h->B; b++) {
-        float *row = h->host + (size_t)b * V;
-        if (backward) {
-            float sum = 0.0f;
-            for (size_t v = 0; v < V; v++) sum += row[v];
-            row[h->contrast] -= sum;
-        } else {
-            float c = row[h->contrast];
-            for (size_t v = 0; v < V; v++) row[v] -= c;
-        }
-    }
-    return strix_copy(h->base.be, dst, h->host, n * sizeof(float), STRIX_COPY_H2D);
-}
-
-static strix_status trunk_forward(strix_module *mod, const strix_tensor *x,
-                                  const strix_tensor **y) {
-    trunk_module *h = (trunk_module *)mod;
-    strix_seqlm *m = h->m;
-    size_t V = (size_t)m->cfg.vocab_size;
-    if (x->ndim != 3 || x->shape[1] != h->T || x->shape[2] != m->cfg.d_model)
-        return strix_error(STRIX_ERR_SHAPE, WHO ": embeddings must be (B,%d,%d)", h->T,
-                           m->cfg.d_model);
-    int B = (int)x->shape[0], T = h->T;
-    h->B = B;
-    int64_t yshape[2] = {B, (int64_t)V};
-    STRIX_TRY(strix_tensor_ensure(mod->be, &h->y, 2, yshape));
+/* The body for the gradient methods' trunk (explain_common.h): blocks, norm, head. */
+static strix_status body_forward(void *ctx, const strix_tensor *x, const strix_tensor **logits) {
+    strix_seqlm *m = ctx;
     const strix_tensor *a = x;
     for (int i = 0; i < m->n_blocks; i++) STRIX_TRY(strix_module_forward(m->blocks[i], a, &a));
     STRIX_TRY(strix_module_forward(m->norm, a, &a));
-    STRIX_TRY(strix_linear_forward(m->head, a, &a));
-    for (int b = 0; b < B; b++)
-        STRIX_TRY(strix_copy(mod->be, h->y.data + (size_t)b * V,
-                             a->data + ((size_t)b * (size_t)T + (size_t)(T - 1)) * V,
-                             V * sizeof(float), STRIX_COPY_D2D));
-    if (h->contrast >= 0) STRIX_TRY(apply_contrast(h, h->y.data, h->y.data, false));
-    *y = &h->y;
-    return STRIX_OK;
+    return strix_linear_forward(m->head, a, logits);
 }
 
-static strix_status trunk_backward(strix_module *mod, const strix_tensor *dy,
-                                   const strix_tensor **dx) {
-    trunk_module *h = (trunk_module *)mod;
-    strix_seqlm *m = h->m;
-    size_t V = (size_t)m->cfg.vocab_size;
-    int B = h->B, T = h->T;
-    const float *d = dy->data;
-    if (h->contrast >= 0) {
-        STRIX_TRY(strix_tensor_ensure(mod->be, &h->dy, dy->ndim, dy->shape));
-        STRIX_TRY(apply_contrast(h, dy->data, h->dy.data, true));
-        d = h->dy.data;
-    }
-    int64_t shape[3] = {B, T, (int64_t)V};
-    STRIX_TRY(strix_tensor_ensure(mod->be, &h->dlogits, 3, shape));
-    STRIX_TRY(strix_fill(mod->be, h->dlogits.data, 0.0f, (size_t)B * (size_t)T * V));
-    for (int b = 0; b < B; b++)
-        STRIX_TRY(strix_copy(mod->be, h->dlogits.data + ((size_t)b * (size_t)T + (size_t)(T - 1)) * V,
-                             d + (size_t)b * V, V * sizeof(float), STRIX_COPY_D2D));
+static strix_status body_backward(void *ctx, const strix_tensor *dlogits,
+                                  const strix_tensor **dx) {
+    strix_seqlm *m = ctx;
     const strix_tensor *a;
-    STRIX_TRY(strix_linear_backward(m->head, &h->dlogits, &a));
+    STRIX_TRY(strix_linear_backward(m->head, dlogits, &a));
     STRIX_TRY(strix_module_backward(m->norm, a, &a));
     for (int i = m->n_blocks - 1; i >= 0; i--) STRIX_TRY(strix_module_backward(m->blocks[i], a, &a));
     *dx = a;
     return STRIX_OK;
 }
-
-static const strix_module_i trunk_vt = {
-    .type = "SeqLMTrunk", .forward = trunk_forward, .backward = trunk_backward};
 
 static strix_status explain_gradient(strix_seqlm *m, int T, const strix_gpt_explain_config *cfg,
                                      strix_gpt_explanation *out) {
@@ -208,39 +132,12 @@ static strix_status explain_gradient(strix_seqlm *m, int T, const strix_gpt_expl
     strix_status s = strix_tensor_new(be, 3, shape, &x);
     if (s == STRIX_OK) /* the token embeddings of the ids the forward left in m->ids */
         s = strix_gather_rows(be, m->emb->weight->data, m->ids, x.data, (size_t)T, C);
-    trunk_module h = {.base = {.vt = &trunk_vt, .be = be}, .m = m, .contrast = cfg->contrast,
-                      .T = T};
-    int32_t target = out->target;
-    strix_attr_config ac = {.targets = &target, .params = &m->params};
-    strix_attribution a = {0};
-    if (s == STRIX_OK) {
-        switch (cfg->method) {
-        case STRIX_GPT_EXPLAIN_GRADIENT_X_INPUT:
-            s = strix_attr_input_x_gradient(&h.base, &x, &ac, &a);
-            break;
-        case STRIX_GPT_EXPLAIN_INTEGRATED_GRADIENTS:
-            s = strix_attr_integrated_gradients(&h.base, &x, NULL, cfg->ig_steps,
-                                                STRIX_IG_GAUSS_LEGENDRE, &ac, &a);
-            break;
-        default:
-            s = strix_attr_saliency(&h.base, &x, &ac, true, &a);
-            break;
-        }
-    }
-    if (s == STRIX_OK) s = position_sums(a.values, T, C, out);
-    if (s == STRIX_OK) {
-        out->relevance_out_sum = a.output[0];
-        out->softmax_gap = NAN;
-        bool ig = cfg->method == STRIX_GPT_EXPLAIN_INTEGRATED_GRADIENTS;
-        out->baseline_output = ig ? a.baseline_output[0] : NAN;
-        out->conserved_sum = ig ? a.output_delta[0] : NAN;
-    }
-    strix_attribution_free(&a);
+    lm_trunk t;
+    lm_trunk_init(&t, be, WHO, m, body_forward, body_backward, T, (int)C, m->cfg.vocab_size,
+                  cfg->contrast);
+    if (s == STRIX_OK) s = lm_explain_gradient(&t, &x, &m->params, cfg, out);
+    lm_trunk_free(&t);
     strix_tensor_free(&x);
-    strix_tensor_free(&h.y);
-    strix_tensor_free(&h.dy);
-    strix_tensor_free(&h.dlogits);
-    free(h.host);
     return s;
 }
 
