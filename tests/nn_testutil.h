@@ -139,6 +139,75 @@ static inline void release(built *b) {
     strix_params_free(&b->ps);
 }
 
+// ---- module goldens of tools/ref (needs <cmocka.h> included first) --------------------------
+//
+// A golden file (tl_golden_load) holds "param.<name>" values and "grad.<name>" gradients under
+// the model's parameter names, beside the scripts' own arrays (inputs, outputs).
+
+/* The golden array `name`; fails the test when it is missing. */
+static inline const tl_array *golden_need(const tl_golden *gf, const char *name) {
+    const tl_array *e = tl_golden_get(gf, name);
+    if (!e) fail_msg("golden array %s missing", name);
+    return e;
+}
+
+/* A backend tensor holding a golden array. */
+static inline strix_tensor golden_tensor(strix_backend *be, const tl_array *a) {
+    return tensor_from_host(be, a->ndim, a->shape, a->data);
+}
+
+/* 0 when the backend tensor t equals golden array `name` (same element count; the same shape
+ * when the ranks agree) within atol + rtol·|want|, else 1 (tl_check_close prints the first
+ * differences). */
+static inline int golden_same_as(strix_backend *be, const tl_golden *gf, const char *name,
+                                 const strix_tensor *t, double atol, double rtol) {
+    const tl_array *a = golden_need(gf, name);
+    assert_non_null(t);
+    assert_int_equal((size_t)strix_tensor_numel(t), a->count);
+    if (a->ndim == t->ndim)
+        for (int d = 0; d < a->ndim; d++) assert_int_equal(a->shape[d], t->shape[d]);
+    return check_backend(be, name, t->data, a->data, a->count, atol, rtol) ? 0 : 1;
+}
+
+/* Loads every "param.<name>" of the golden into the parameter of that name (with the golden's
+ * shape) and checks that every parameter of ps but the tied ones got one. A golden parameter ps
+ * does not have fails the test unless `subset` (ps is part of the golden's model). */
+static inline void golden_load_params(const tl_golden *gf, strix_params *ps, bool subset) {
+    int loaded = 0, own = 0;
+    for (int i = 0; i < gf->count; i++) {
+        const tl_array *a = &gf->arrays[i];
+        if (strncmp(a->name, "param.", 6) != 0) continue;
+        strix_param *p = strix_params_find(ps, a->name + 6);
+        if (!p && subset) continue;
+        if (!p) fail_msg("golden parameter %s not in the model", a->name + 6);
+        if (p->tied_to) continue; /* stored once, under the name declared first */
+        assert_int_equal(a->count, p->numel);
+        assert_int_equal(a->ndim, p->ndim);
+        for (int d = 0; d < a->ndim; d++) assert_int_equal(a->shape[d], p->shape[d]);
+        to_backend(ps->be, p->data, a->data, p->numel);
+        loaded++;
+    }
+    for (int i = 0; i < ps->count; i++) own += ps->items[i]->tied_to ? 0 : 1;
+    assert_int_equal(loaded, own);
+}
+
+/* The number of parameters (tied ones skipped) whose gradient differs from the golden's
+ * "grad.<name>" beyond atol + rtol·|want|. */
+static inline int golden_grads_match(strix_backend *be, const tl_golden *gf,
+                                     const strix_params *ps, double atol, double rtol) {
+    int bad = 0;
+    for (int i = 0; i < ps->count; i++) {
+        strix_param *p = ps->items[i];
+        if (p->tied_to) continue;
+        char key[160];
+        snprintf(key, sizeof key, "grad.%s", p->name);
+        const tl_array *g = golden_need(gf, key);
+        assert_int_equal(g->count, p->numel);
+        bad += check_backend(be, key, p->grad, g->data, p->numel, atol, rtol) ? 0 : 1;
+    }
+    return bad;
+}
+
 // ---- finite differences of modules (needs <cmocka.h> included first) --------------------------
 //
 // L = Σ y·R in double, R a fixed random projection of the output; values are perturbed in float

@@ -49,9 +49,7 @@
 enum { GB = 2, GT = 7, GC = 8, GV = 11, GL = 2 }; /* the goldens' sizes */
 
 static const tl_array *need(const tl_golden *gf, const char *name) {
-    const tl_array *e = tl_golden_get(gf, name);
-    if (!e) fail_msg("golden array %s missing", name);
-    return e;
+    return golden_need(gf, name);
 }
 
 static void load_golden(const char *name, tl_golden *gf) {
@@ -61,15 +59,12 @@ static void load_golden(const char *name, tl_golden *gf) {
 }
 
 static strix_tensor from_golden(strix_backend *be, const tl_array *a) {
-    return tensor_from_host(be, a->ndim, a->shape, a->data);
+    return golden_tensor(be, a);
 }
 
 static int same_as(strix_backend *be, const tl_golden *gf, const char *name,
                    const strix_tensor *t, double atol, double rtol) {
-    const tl_array *a = need(gf, name);
-    assert_non_null(t);
-    assert_int_equal((size_t)strix_tensor_numel(t), a->count);
-    return check_backend(be, name, t->data, a->data, a->count, atol, rtol) ? 0 : 1;
+    return golden_same_as(be, gf, name, t, atol, rtol);
 }
 
 static strix_mamba_config golden_config(void) {
@@ -93,30 +88,11 @@ static strix_module *new_block(strix_params *ps, int layer, const strix_mamba_co
 
 /* Uploads "param.<name>" of the golden into every (untied) parameter of ps. */
 static void load_params(const tl_golden *gf, strix_params *ps) {
-    for (int i = 0; i < ps->count; i++) {
-        strix_param *p = ps->items[i];
-        if (p->tied_to) continue;
-        char key[160];
-        snprintf(key, sizeof key, "param.%s", p->name);
-        const tl_array *a = need(gf, key);
-        assert_int_equal(a->count, p->numel);
-        for (int d = 0; d < a->ndim; d++) assert_int_equal(a->shape[d], p->shape[d]);
-        to_backend(ps->be, p->data, a->data, p->numel);
-    }
+    golden_load_params(gf, ps, true);
 }
 
 static int grads_match(strix_backend *be, const tl_golden *gf, const strix_params *ps) {
-    int bad = 0;
-    for (int i = 0; i < ps->count; i++) {
-        strix_param *p = ps->items[i];
-        if (p->tied_to) continue;
-        char key[160];
-        snprintf(key, sizeof key, "grad.%s", p->name);
-        const tl_array *g = need(gf, key);
-        assert_int_equal(g->count, p->numel);
-        bad += check_backend(be, key, p->grad, g->data, p->numel, GOLD_ATOL, GOLD_RTOL) ? 0 : 1;
-    }
-    return bad;
+    return golden_grads_match(be, gf, ps, GOLD_ATOL, GOLD_RTOL);
 }
 
 // ---- 1. blocks ---------------------------------------------------------------------------------

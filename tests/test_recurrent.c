@@ -47,9 +47,7 @@
 #define OK(expr) assert_int_equal((expr), STRIX_OK)
 
 static const tl_array *need(const tl_golden *gf, const char *name) {
-    const tl_array *e = tl_golden_get(gf, name);
-    if (!e) fail_msg("golden array %s missing", name);
-    return e;
+    return golden_need(gf, name);
 }
 
 /* Whether the golden holds array `name` (tl_golden_get reports missing ones). */
@@ -60,7 +58,7 @@ static const tl_array *has(const tl_golden *gf, const char *name) {
 }
 
 static strix_tensor from_golden(strix_backend *be, const tl_array *a) {
-    return tensor_from_host(be, a->ndim, a->shape, a->data);
+    return golden_tensor(be, a);
 }
 
 /* A tensor of N(0, 1) values from rng, shape given. */
@@ -78,11 +76,7 @@ static strix_tensor rand_tensor_of(strix_backend *be, strix_rng *rng, int ndim,
 
 static int same_as(strix_backend *be, const tl_golden *gf, const char *name,
                    const strix_tensor *t) {
-    const tl_array *a = need(gf, name);
-    assert_non_null(t);
-    assert_int_equal(a->ndim, t->ndim);
-    for (int d = 0; d < a->ndim; d++) assert_int_equal(a->shape[d], t->shape[d]);
-    return check_backend(be, name, t->data, a->data, a->count, GOLD_ATOL, GOLD_RTOL) ? 0 : 1;
+    return golden_same_as(be, gf, name, t, GOLD_ATOL, GOLD_RTOL);
 }
 
 enum { GB = 3, GT = 5, GI = 7, GH = 6, GP = 5 }; /* the goldens' sizes (GP: proj_size) */
@@ -141,18 +135,7 @@ static strix_rnn *build(built *b, strix_backend *be, const gcase *c) {
 
 /* Uploads every "param.<name>" of the golden; every parameter of the module must be there. */
 static void load_params(const tl_golden *gf, strix_params *ps) {
-    int loaded = 0;
-    for (int i = 0; i < gf->count; i++) {
-        const tl_array *a = &gf->arrays[i];
-        if (strncmp(a->name, "param.", 6) != 0) continue;
-        strix_param *p = strix_params_find(ps, a->name + 6);
-        if (!p) fail_msg("golden parameter %s not in the module", a->name + 6);
-        assert_int_equal(a->count, p->numel);
-        for (int d = 0; d < a->ndim; d++) assert_int_equal(a->shape[d], p->shape[d]);
-        to_backend(ps->be, p->data, a->data, p->numel);
-        loaded++;
-    }
-    assert_int_equal(loaded, ps->count);
+    golden_load_params(gf, ps, false);
 }
 
 /* Forward and backward of one golden case through the typed calls. */

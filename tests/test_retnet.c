@@ -44,9 +44,7 @@
 enum { GB = 2, GT = 7, GC = 8, GH = 2, GV = 16, GF = 16, GL = 2, GVOCAB = 11, GCHUNK = 3 };
 
 static const tl_array *need(const tl_golden *gf, const char *name) {
-    const tl_array *e = tl_golden_get(gf, name);
-    if (!e) fail_msg("golden array %s missing", name);
-    return e;
+    return golden_need(gf, name);
 }
 
 static void load_golden(const char *name, tl_golden *gf) {
@@ -57,10 +55,7 @@ static void load_golden(const char *name, tl_golden *gf) {
 
 static int same_as(strix_backend *be, const tl_golden *gf, const char *name,
                    const strix_tensor *t) {
-    const tl_array *a = need(gf, name);
-    assert_non_null(t);
-    assert_int_equal((size_t)strix_tensor_numel(t), a->count);
-    return check_backend(be, name, t->data, a->data, a->count, GOLD_ATOL, GOLD_RTOL) ? 0 : 1;
+    return golden_same_as(be, gf, name, t, GOLD_ATOL, GOLD_RTOL);
 }
 
 static strix_retnet_config golden_config(void) {
@@ -73,30 +68,11 @@ static strix_retnet_config golden_config(void) {
 
 /* Uploads every "param.<name>" of the golden; every parameter of ps must be there. */
 static void load_params(const tl_golden *gf, strix_params *ps) {
-    int loaded = 0;
-    for (int i = 0; i < gf->count; i++) {
-        const tl_array *a = &gf->arrays[i];
-        if (strncmp(a->name, "param.", 6) != 0) continue;
-        strix_param *p = strix_params_find(ps, a->name + 6);
-        if (!p) fail_msg("golden parameter %s not in the model", a->name + 6);
-        assert_int_equal(a->count, p->numel);
-        to_backend(ps->be, p->data, a->data, p->numel);
-        loaded++;
-    }
-    assert_int_equal(loaded, ps->count);
+    golden_load_params(gf, ps, false);
 }
 
 static int grads_match(strix_backend *be, const tl_golden *gf, const strix_params *ps) {
-    int bad = 0;
-    for (int i = 0; i < ps->count; i++) {
-        strix_param *p = ps->items[i];
-        char key[160];
-        snprintf(key, sizeof key, "grad.%s", p->name);
-        const tl_array *g = need(gf, key);
-        assert_int_equal(g->count, p->numel);
-        bad += check_backend(be, key, p->grad, g->data, p->numel, GOLD_ATOL, GOLD_RTOL) ? 0 : 1;
-    }
-    return bad;
+    return golden_grads_match(be, gf, ps, GOLD_ATOL, GOLD_RTOL);
 }
 
 /* y of T decode steps (B,1,C) on a fresh state, gathered into a host array (B,T,C). */
