@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "gpt_internal.h"
+#include "models/common/lm_loss.h"
 
 // ---- configuration -----------------------------------------------------------------------------
 
@@ -247,20 +248,8 @@ strix_status strix_gpt_forward(strix_gpt *g, const int32_t *ids, const int32_t *
     if (T > c->block_size)
         return strix_error(STRIX_ERR_ARG, "gpt forward: T %d exceeds block_size %d", T,
                            c->block_size);
-    size_t n = (size_t)B * (size_t)T;
-    size_t valid = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (ids[i] < 0 || ids[i] >= c->vocab_size)
-            return strix_error(STRIX_ERR_ARG, "gpt forward: id %d at %zu outside [0, %d)", ids[i],
-                               i, c->vocab_size);
-        if (targets) {
-            // a negative target is an ignored position (PyTorch ignore_index, nanoGPT uses -1)
-            if (targets[i] >= c->vocab_size)
-                return strix_error(STRIX_ERR_ARG, "gpt forward: target %d at %zu outside [0, %d)",
-                                   targets[i], i, c->vocab_size);
-            if (targets[i] >= 0) valid++;
-        }
-    }
+    size_t n = (size_t)B * (size_t)T, valid;
+    STRIX_TRY(lm_check_batch("gpt forward", ids, targets, n, c->vocab_size, &valid));
     strix_backend *be = g->be;
     STRIX_TRY(ensure_ids(g, n));
     STRIX_TRY(strix_copy(be, g->ids, ids, n * sizeof(int32_t), STRIX_COPY_H2D));
@@ -273,15 +262,7 @@ strix_status strix_gpt_forward(strix_gpt *g, const int32_t *ids, const int32_t *
     if (!targets) return STRIX_OK;
 
     STRIX_TRY(strix_copy(be, g->targets, targets, n * sizeof(int32_t), STRIX_COPY_H2D));
-    int64_t lshape[1] = {(int64_t)n};
-    STRIX_TRY(strix_tensor_ensure(be, &g->losses, 1, lshape));
-    STRIX_TRY(strix_tensor_ensure(be, &g->dlogits, 3, logits->shape));
-    float scale = valid > 0 ? 1.0f / (float)valid : 0.0f;
-    STRIX_TRY(strix_softmax_cross_entropy(be, logits->data, g->targets, g->losses.data,
-                                          g->dlogits.data, n, (size_t)c->vocab_size, scale));
-    float sum = 0.0f;
-    STRIX_TRY(strix_sum(be, g->losses.data, n, &sum));
-    if (loss) *loss = valid > 0 ? sum / (float)valid : 0.0f;
+    STRIX_TRY(lm_cross_entropy(be, logits, g->targets, valid, &g->losses, &g->dlogits, loss));
     g->can_backward = true;
     return STRIX_OK;
 }

@@ -5,9 +5,11 @@
  * not know which architecture it runs.
  */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "models/common/lm_loss.h"
 #include "seqlm_internal.h"
 
 static const char *const arch_names[STRIX_ARCH_COUNT] = {
@@ -163,16 +165,10 @@ strix_status strix_seqlm_forward(strix_seqlm *m, const int32_t *ids, const int32
     if (B <= 0 || T <= 0)
         return strix_error(STRIX_ERR_ARG, "%s forward: B %d and T %d must be positive",
                            strix_arch_name(c->arch), B, T);
-    size_t n = (size_t)B * (size_t)T, valid = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (ids[i] < 0 || ids[i] >= c->vocab_size)
-            return strix_error(STRIX_ERR_ARG, "%s forward: id %d at %zu outside [0, %d)",
-                               strix_arch_name(c->arch), ids[i], i, c->vocab_size);
-        if (targets && targets[i] >= c->vocab_size)
-            return strix_error(STRIX_ERR_ARG, "%s forward: target %d at %zu outside [0, %d)",
-                               strix_arch_name(c->arch), targets[i], i, c->vocab_size);
-        if (targets && targets[i] >= 0) valid++;
-    }
+    size_t n = (size_t)B * (size_t)T, valid;
+    char who[32];
+    snprintf(who, sizeof who, "%s forward", strix_arch_name(c->arch));
+    STRIX_TRY(lm_check_batch(who, ids, targets, n, c->vocab_size, &valid));
     strix_backend *be = m->be;
     STRIX_TRY(seqlm_upload_ids(m, ids, n));
     m->B = B;
@@ -187,15 +183,7 @@ strix_status strix_seqlm_forward(strix_seqlm *m, const int32_t *ids, const int32
     if (!targets) return STRIX_OK;
 
     STRIX_TRY(strix_copy(be, m->targets, targets, n * sizeof(int32_t), STRIX_COPY_H2D));
-    int64_t lshape[1] = {(int64_t)n};
-    STRIX_TRY(strix_tensor_ensure(be, &m->losses, 1, lshape));
-    STRIX_TRY(strix_tensor_ensure(be, &m->dlogits, 3, logits->shape));
-    float scale = valid > 0 ? 1.0f / (float)valid : 0.0f;
-    STRIX_TRY(strix_softmax_cross_entropy(be, logits->data, m->targets, m->losses.data,
-                                          m->dlogits.data, n, (size_t)c->vocab_size, scale));
-    float sum = 0.0f;
-    STRIX_TRY(strix_sum(be, m->losses.data, n, &sum));
-    if (loss) *loss = valid > 0 ? sum / (float)valid : 0.0f;
+    STRIX_TRY(lm_cross_entropy(be, logits, m->targets, valid, &m->losses, &m->dlogits, loss));
     m->can_backward = true;
     return STRIX_OK;
 }
