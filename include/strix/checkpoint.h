@@ -102,7 +102,8 @@ STRIX_API strix_status strix_checkpoint_probe(const char *path);
  * checkpoint: the parameters and both moments; a weights-only file: the parameters);
  * nothing is written into g unless all checks pass. STRIX_ERR_FORMAT on a mismatch or when
  * `optimizer` is asked of a weights-only file, STRIX_ERR_ARG when lm's architecture or config
- * differs from the checkpoint's in anything but the GPT's dropout (a fine-tune may change it). */
+ * differs from the checkpoint's in anything but the GPT's dropout or a sequence model's block
+ * (its training window; no weight depends on either, so a fine-tune may change them). */
 STRIX_API strix_status strix_checkpoint_restore_lm(const strix_checkpoint *ck, strix_lm *lm,
                                                    bool optimizer);
 /* strix_checkpoint_restore_lm for a GPT. */

@@ -60,7 +60,7 @@ STRIX_API bool strix_seqlm_arch_available(strix_arch a);
 typedef struct strix_seqlm_config {
     strix_arch arch;    /* not STRIX_ARCH_GPT */
     int vocab_size;     /* V */
-    int block_size;     /* training window T (and the context explanations look at) */
+    int block_size;     /* training window T */
     int n_layer;        /* recurrent layers or blocks */
     int d_model;        /* embedding and residual width */
     int hidden;         /* rnn/lstm/gru: hidden size (default d_model) */
@@ -121,8 +121,8 @@ STRIX_API strix_status strix_seqlm_decode_reset(strix_seqlm *m);
 STRIX_API strix_status strix_seqlm_decode_step(strix_seqlm *m, int32_t token, float *logits);
 STRIX_API int strix_seqlm_decode_pos(const strix_seqlm *m);
 
-/* Explains the next-character prediction after ids[0..n) (host int32; the last block_size ids
- * are used) with the config and result types of strix/gpt.h, so every architecture gives the
+/* Explains the next-character prediction after ids[0..n) (host int32; all n ids: the state
+ * carries the whole prompt, as in generation, so there is no window) with the config and result types of strix/gpt.h, so every architecture gives the
  * same table. LRP: an eval forward, the seed at the last position's logits (as the GPT's), then
  * the relevance slots of head (its rule), norm (the std held constant with
  * rule.layer_norm_detach_std, else passed through), each block (the module's own rules:
@@ -134,7 +134,8 @@ STRIX_API int strix_seqlm_decode_pos(const strix_seqlm *m);
 STRIX_API strix_status strix_seqlm_explain(strix_seqlm *m, const int32_t *ids, int n,
                                            const strix_gpt_explain_config *cfg,
                                            strix_gpt_explanation *out);
-/* The explained output of cfg for ids[0..n) from one eval forward, as strix_gpt_explain_output. */
+/* The explained output of cfg for ids[0..n) (all of them) from one eval forward, as
+ * strix_gpt_explain_output. */
 STRIX_API strix_status strix_seqlm_explain_output(strix_seqlm *m, const int32_t *ids, int n,
                                                   const strix_gpt_explain_config *cfg,
                                                   double *value);

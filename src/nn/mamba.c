@@ -248,8 +248,9 @@ strix_status strix_mamba_block_init(strix_module *mod, uint64_t seed) {
     const strix_mamba_config *c = &m->cfg;
     size_t E = (size_t)m->d_inner, S = (size_t)c->d_state, C = (size_t)c->d_model;
     size_t K = (size_t)c->d_conv, R = (size_t)c->dt_rank;
-    size_t most = 2 * E * C;
+    size_t most = 2 * E * C; /* the largest array drawn below: in_proj, x_proj or conv1d */
     if (E * (R + 2 * S) > most) most = E * (R + 2 * S);
+    if (E * K > most) most = E * K;
     float *h = malloc(most * sizeof(float));
     if (!h) return NN_ALLOC_FAIL(WHO);
     strix_rng r;

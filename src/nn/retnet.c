@@ -192,7 +192,9 @@ static strix_status rope_for(strix_retnet *m, size_t p0, size_t n, const rope_se
             ks[t * half + i] = scaling * s;
             for (size_t h = 0; h < H; h++) {
                 double g = (double)m->gamma[h];
-                double sum = (1.0 - pow(g, pos + 1.0)) / (1.0 - g); // Σ_{s<=p} γ^s
+                // Σ_{s<=p} γ^s; γ rounds to 1.0f for heads h >= 20 (2^(−5−h) < float's eps),
+                // where the sum is its limit p + 1 (torchscale's float decay is 1 there too)
+                double sum = g == 1.0 ? pos + 1.0 : (1.0 - pow(g, pos + 1.0)) / (1.0 - g);
                 float ch = (float)(1.0 / sqrt(sum));
                 qc[(h * n + t) * half + i] = ch * c;
                 qs[(h * n + t) * half + i] = ch * s;

@@ -63,4 +63,40 @@ bad "--d-state on rwkv" "--d-state applies to --arch mamba, not to rwkv" --arch 
 bad "--heads on mamba" "--heads applies to --arch gpt, retnet, not to mamba" --arch mamba --heads 2
 bad "retnet heads not dividing" "retnet needs heads (5)" --arch retnet --heads 5
 bad "--expand 0" "--expand" --arch mamba --expand 0
+bad "--hidden 1" "hidden 1: the final norm needs at least 2 features" --arch gru --hidden 1
+bad "tied head of another width" "a tied head needs" --arch lstm --tie --hidden 8 --d-model 16
+bad "memory estimate" "needs about .* GiB for training" --arch lstm --batch 100000
+
+# edge sizes the flags accept train (once: a heap overflow in the Mamba init, NaN with >= 21
+# RetNet heads whose decay rounds to 1.0f)
+"$STRIX" train --arch mamba --d-model 8 --d-conv 64 --steps 2 --eval-every 2 --eval-batches 1 \
+    --data "$SHAKESPEARE" --out dc.st >dc.out 2>&1 && grep -q "^done: 2 of 2 steps" dc.out \
+    && ok "mamba --d-conv 64 at --d-model 8" || fail "mamba --d-conv 64: $(tail -2 dc.out)"
+"$STRIX" train --arch retnet --d-model 64 --heads 32 --layers 1 --steps 2 --eval-every 2 \
+    --eval-batches 1 --data "$SHAKESPEARE" --out h32.st >h32.out 2>&1 \
+    && grep -q "^done: 2 of 2 steps, train loss [0-9]" h32.out \
+    && ok "retnet --heads 32 trains (finite loss)" || fail "retnet 32 heads: $(tail -2 h32.out)"
+
+# a sequence model's window is not part of its weights: --init-from may change --block
+"$STRIX" train --init-from lstm.st --block 24 --steps 3 --eval-every 3 --eval-batches 1 \
+    --data "$SHAKESPEARE" --out ft.st >ft.out 2>&1 && grep -q "block 24" ft.out \
+    && ok "--init-from with another --block (lstm)" || fail "--init-from --block: $(tail -2 ft.out)"
+
+# sample's window and explain's gamma/alpha-beta rules are a GPT's: exit 2; explain reads the
+# whole prompt (no crop) like sample; a checkpoint is never an explain output, even with --force
+"$STRIX" sample --model lstm.st --window reprime >win.out 2>&1
+[ $? -eq 2 ] && grep -q "applies to a GPT" win.out && ok "sample --window on lstm: exit 2" \
+    || fail "sample --window: $(cat win.out)"
+"$STRIX" explain --model gru.st --prompt "ROMEO: Good" --rule gamma >gam.out 2>&1
+[ $? -eq 2 ] && grep -q "epsilon rules only" gam.out && ok "explain --rule gamma on gru: exit 2" \
+    || fail "explain gamma: $(cat gam.out)"
+long=$(head -c 300 "$SHAKESPEARE" | tr -d "\n'")
+"$STRIX" explain --model gru.st --prompt "$long" --json long.json >long.out 2>&1 \
+    || fail "explain long prompt: $(tail -2 long.out)"
+grep -q "prompt cropped" long.out && fail "a sequence model's prompt was cropped" \
+    || ok "explain reads the whole 300-byte prompt"
+cp gru.st keep.st
+"$STRIX" explain --model lstm.st --prompt ROMEO --svg keep.st --force >cp.out 2>&1
+[ $? -eq 2 ] && same_file "explain --svg CHECKPOINT --force refused" gru.st keep.st \
+    || fail "explain overwrote a checkpoint: $(cat cp.out)"
 finish

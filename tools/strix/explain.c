@@ -132,8 +132,10 @@ static void print_explain_help(const arg_spec *specs, int n) {
            "\n");
     args_print_help(stdout, specs, n);
     printf("\n"
-           "A prompt longer than the model's block is cropped to its last block characters\n"
-           "(the model's context); positions count bytes from the start of the whole prompt.\n"
+           "A GPT's prompt longer than its block is cropped to its last block characters (the\n"
+           "model's context); a sequence model (--arch other than gpt) reads the whole prompt\n"
+           "into its state, as in sampling, and takes the epsilon rules only (attnlrp, epsilon).\n"
+           "Positions count bytes from the start of the whole prompt.\n"
            "The bytes of one UTF-8 character are shown as that character, their relevance\n"
            "summed. --deletion removes the characters from the prompt (the rest closes up)\n"
            "and averages %d random draws.\n", DELETION_DRAWS);
@@ -196,6 +198,11 @@ static int check_outputs(const explain_flags *f) {
         }
         if (stat(paths[i], &st) == 0 && S_ISDIR(st.st_mode)) {
             fprintf(stderr, "strix explain: --%s %s is a directory\n", flags[i], paths[i]);
+            return 2;
+        }
+        if (stat(paths[i], &st) == 0 && strix_checkpoint_probe(paths[i]) == STRIX_OK) {
+            fprintf(stderr, "strix explain: --%s %s is a strix checkpoint; it is never replaced "
+                            "(not even with --force): choose another file\n", flags[i], paths[i]);
             return 2;
         }
         if (stat(paths[i], &st) == 0 && !f->force && !tool_file_replaceable(paths[i], STRIX_OUTPUT_MARKER)) {
@@ -695,6 +702,16 @@ int cmd_explain(int argc, char **argv) {
             s = strix_error(STRIX_ERR_ARG, "--%s '%s' is not in the model's vocabulary",
                             names[k], g8);
         }
+    }
+    strix_arch arch = s == STRIX_OK ? strix_checkpoint_info_of(m.ck)->model.arch : STRIX_ARCH_GPT;
+    if (s == STRIX_OK && arch != STRIX_ARCH_GPT && strcmp(f.method, "lrp") == 0 &&
+        (strcmp(f.rule, "gamma") == 0 || strcmp(f.rule, "alpha-beta") == 0)) {
+        fprintf(stderr, "strix explain: --rule %s applies to a GPT; the blocks of a %s model "
+                        "implement the epsilon rules only (--rule attnlrp or epsilon)\n", f.rule,
+                strix_arch_name(arch));
+        tool_model_free(&m);
+        free(f.prompt_buf);
+        return 2;
     }
     if (s == STRIX_OK) s = tool_model_load(&m, backend, f.threads);
     rc = s == STRIX_OK ? explain(m.lm, vocab, &f, f.target ? tb : -1, f.contrast ? cb : -1)

@@ -4,8 +4,8 @@
  * models).
  *
  * Sampling and the context rule live in the library (strix/lm.h: strix_lm_generator, over
- * strix/sample.h's strix_gpt_generator for a GPT): a GPT's prompt is cropped to its last block_size tokens (nanoGPT); once the context is full, --window
- * slide (default) predicts every byte from the last block_size bytes with a full forward, as
+ * strix/sample.h's strix_gpt_generator for a GPT): a GPT's prompt is cropped to its last
+ * block_size tokens (nanoGPT); once the context is full, --window slide (default) predicts every byte from the last block_size bytes with a full forward, as
  * nanoGPT does, and --window reprime empties the cache and re-primes it with the last
  * block_size/2 tokens (faster, not nanoGPT's output); a sequence model reads the whole prompt
  * into its state and has no window. An empty prompt starts from '\n' when the
@@ -159,6 +159,13 @@ int cmd_sample(int argc, char **argv) {
     if (rc) return rc;
     tool_model m = {0};
     strix_status s = strix_checkpoint_open(f.model, &m.ck);
+    strix_arch arch = s == STRIX_OK ? strix_checkpoint_info_of(m.ck)->model.arch : STRIX_ARCH_GPT;
+    if (arch != STRIX_ARCH_GPT && args_find(specs, NSAMPLE_SPECS, "window")->seen) {
+        fprintf(stderr, "strix sample: --window applies to a GPT; %s is a %s model, whose state "
+                        "carries the whole context (no window)\n", f.model, strix_arch_name(arch));
+        tool_model_free(&m);
+        return 2;
+    }
     if (s == STRIX_OK) s = tool_model_load(&m, backend, f.threads);
     rc = s == STRIX_OK ? generate(m.lm, &strix_checkpoint_info_of(m.ck)->vocab, &f) : tool_fail(s);
     tool_model_free(&m);

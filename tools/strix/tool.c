@@ -5,6 +5,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,15 +63,68 @@ double tool_activation_bytes(const strix_gpt_config *m, int batch) {
     return 4.0 * batch * T * (L * (10.0 * C + 2.0 * F + H * T) + 2.0 * V);
 }
 
-int tool_check_memory(const char *cmd, const strix_gpt_config *m, int batch) {
+/* A sequence model's floats kept per position and layer for backward, and its parameter count,
+ * both lower estimates from the shapes its blocks declare (strix/seqlm.h). */
+static void seq_estimate(const strix_seqlm_config *q, double *per_pos, double *params) {
+    double C = q->d_model, L = q->n_layer, V = q->vocab_size, T = q->block_size;
+    double out = C, act = 0, par = 0;
+    switch (q->arch) {
+    case STRIX_ARCH_MAMBA: { /* Abar, Bbar and the states (E·S each), the projections */
+        double E = q->expand * C, S = q->d_state, R = ceil(C / 16.0);
+        act = 3.0 * E * S + 10.0 * E + 4.0 * C;
+        par = 2.0 * E * C + E * q->d_conv + E * (R + 2.0 * S) + R * E + E * S + E * C;
+        break;
+    }
+    case STRIX_ARCH_RWKV: {
+        double F = q->d_ff > 0 ? q->d_ff : 4.0 * C;
+        act = 20.0 * C + 3.0 * F;
+        par = 5.0 * C * C + 2.0 * C * F;
+        break;
+    }
+    case STRIX_ARCH_RETNET: { /* the scores (heads × T) of the parallel form */
+        double F = q->d_ff > 0 ? q->d_ff : 2.0 * C;
+        act = 20.0 * C + 3.0 * F + 2.0 * q->n_head * T;
+        par = 8.0 * C * C + 3.0 * C * F;
+        break;
+    }
+    default: { /* RNN, LSTM, GRU: G gates of H */
+        double H = q->hidden, G = q->arch == STRIX_ARCH_LSTM ? 4 : q->arch == STRIX_ARCH_GRU ? 3 : 1;
+        act = 3.0 * G * H + 4.0 * H;
+        par = G * H * (C + H) + (L - 1) * G * H * 2.0 * H;
+        out = H;
+        L = L > 0 ? L : 1;
+        *per_pos = L * act + 2.0 * V;
+        *params = par + V * C + out * V;
+        return;
+    }
+    }
+    *per_pos = L * act + 2.0 * V;
+    *params = L * par + V * C + out * V;
+}
+
+double tool_training_bytes(const strix_lm_config *c, int batch) {
+    if (c->arch == STRIX_ARCH_GPT) return tool_activation_bytes(&c->gpt, batch);
+    double per_pos, params;
+    seq_estimate(&c->seq, &per_pos, &params);
+    /* activations, and the parameters with their gradients and two AdamW moments */
+    return 4.0 * batch * c->seq.block_size * per_pos + 16.0 * params;
+}
+
+int tool_check_memory(const char *cmd, const strix_lm_config *c, int batch) {
     long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
     if (pages <= 0 || page <= 0) return 0; /* unknown: no limit to check against */
-    double limit = (double)pages * (double)page, need = tool_activation_bytes(m, batch);
+    double limit = (double)pages * (double)page, need = tool_training_bytes(c, batch);
     if (need <= limit) return 0;
-    fprintf(stderr, "strix %s: --batch %d needs about %.1f GiB of activations (B*T*(L*(10C + "
-                    "2*d_ff + NH*T) + 2V) floats), more than the machine's %.1f GiB of memory; "
-                    "give a smaller --batch (--grad-accum keeps the tokens per step)\n", cmd,
-            batch, need / 1073741824.0, limit / 1073741824.0);
+    if (c->arch == STRIX_ARCH_GPT)
+        fprintf(stderr, "strix %s: --batch %d needs about %.1f GiB of activations (B*T*(L*(10C + "
+                        "2*d_ff + NH*T) + 2V) floats), more than the machine's %.1f GiB of "
+                        "memory; give a smaller --batch (--grad-accum keeps the tokens per step)\n",
+                cmd, batch, need / 1073741824.0, limit / 1073741824.0);
+    else
+        fprintf(stderr, "strix %s: this %s model needs about %.1f GiB for training at --batch %d "
+                        "(parameters, gradients, AdamW moments and activations), more than the "
+                        "machine's %.1f GiB of memory; give a smaller model or --batch\n", cmd,
+                strix_arch_name(c->arch), need / 1073741824.0, batch, limit / 1073741824.0);
     return 2;
 }
 

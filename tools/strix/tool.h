@@ -46,12 +46,18 @@ bool tool_warn_threads(int threads);
  * softmax). d_ff 0 counts as 4·C. Pure arithmetic in double: never overflows. */
 double tool_activation_bytes(const strix_gpt_config *m, int batch);
 
-/* Refuses a training configuration whose tool_activation_bytes exceeds the machine's physical
+/* A lower estimate of the bytes training model c at micro-batch `batch` needs: a GPT's
+ * activations (tool_activation_bytes); a sequence model's activations from the shapes its blocks
+ * keep for backward (Mamba's discretised (E, S) arrays per position dominate), plus its
+ * parameters, gradients and AdamW moments (16 bytes per parameter). Pure arithmetic in double. */
+double tool_training_bytes(const strix_lm_config *c, int batch);
+
+/* Refuses a training configuration whose tool_training_bytes exceeds the machine's physical
  * memory (sysconf _SC_PHYS_PAGES x _SC_PAGESIZE; unknown: accepted): returns 2 after one line
  * "strix <cmd>: --batch B needs about X GiB of activations (...), more than the machine's Y
- * GiB of memory; ...", else 0. Allocates nothing. For runs on a CPU backend (a GPU's
- * activations are in its own memory). */
-int tool_check_memory(const char *cmd, const strix_gpt_config *m, int batch);
+ * GiB of memory; ..." (a sequence model: "this lstm model needs about X GiB ..."), else 0.
+ * Allocates nothing. For runs on a CPU backend (a GPU's activations are in its own memory). */
+int tool_check_memory(const char *cmd, const strix_lm_config *c, int batch);
 
 /* strix_backend_init_ex with the backend options the environment asks for: STRIX_CUDA_GEMM=own
  * (the GPU backends' own SGEMM; =blas the vendor BLAS), STRIX_CUDA_TF32=1 (TF32 in cuBLAS) and

@@ -838,6 +838,8 @@ static int check_init_flags(const strix_checkpoint_info *ck, const char *file, a
     for (size_t i = 0; i < sizeof shape / sizeof *shape; i++) {
         arg_spec *a = args_find(specs, n, shape[i]);
         if (!a->seen) continue;
+        /* a sequence model's weights do not depend on the window: a fine-tune may change it */
+        if (ck->model.arch != STRIX_ARCH_GPT && strcmp(shape[i], "block") == 0) continue;
         char mine[STRIX_PATH_MAX], theirs[STRIX_PATH_MAX];
         args_format_value(a, mine, sizeof mine);
         checkpoint_value(ck, a->name, theirs, sizeof theirs);
@@ -944,6 +946,8 @@ static int start_new_from(run *r, train_flags *f, arg_spec *specs, int n,
         *lc = src->model;
         if (lc->arch == STRIX_ARCH_GPT) /* a training setting of the new run, as nanoGPT's */
             lc->gpt.dropout = f->dropout;
+        else if (args_find(specs, n, "block")->seen) /* the window of a sequence model */
+            lc->seq.block_size = f->block;
         info->vocab = src->vocab;
         r->vocab_fixed = true;
     } else {
@@ -960,9 +964,7 @@ static int start_new_from(run *r, train_flags *f, arg_spec *specs, int n,
         fprintf(stderr, "strix train: %s\n", strix_last_error());
         return 2;
     }
-    if (lc->arch == STRIX_ARCH_GPT && strncmp(f->backend, "cpu", 3) == 0 &&
-        tool_check_memory("train", &lc->gpt, f->batch))
-        return 2;
+    if (strncmp(f->backend, "cpu", 3) == 0 && tool_check_memory("train", lc, f->batch)) return 2;
     strix_train_config *t = &info->train;
     t->steps = f->steps;
     t->time_limit = f->time;

@@ -737,6 +737,9 @@ strix_status strix_checkpoint_restore_lm(const strix_checkpoint *ck, strix_lm *l
     strix_lm_config theirs = ck->info.model;
     if (theirs.arch == STRIX_ARCH_GPT && mine->arch == STRIX_ARCH_GPT)
         theirs.gpt.dropout = mine->gpt.dropout;
+    /* nor does a sequence model's training window */
+    if (theirs.arch != STRIX_ARCH_GPT && mine->arch == theirs.arch)
+        theirs.seq.block_size = mine->seq.block_size;
     STRIX_TRY(strix_lm_config_to_json(mine, &a));
     strix_status s = strix_lm_config_to_json(&theirs, &b);
     if (s == STRIX_OK && (strcmp(a, b) != 0 || theirs.arch != mine->arch))

@@ -19,6 +19,9 @@ static strix_status rnn_check(const strix_seqlm_config *c) {
     return STRIX_OK;
 }
 
+static int rnn_width(const strix_seqlm_config *c) { return c->hidden; }
+static int model_width(const strix_seqlm_config *c) { return c->d_model; }
+
 static strix_status rnn_build(strix_seqlm *m) {
     const strix_seqlm_config *c = &m->cfg;
     strix_rnn_mode mode = c->arch == STRIX_ARCH_LSTM ? STRIX_RNN_LSTM
@@ -35,7 +38,7 @@ static strix_status rnn_build(strix_seqlm *m) {
 #define RNN_ENTRY(a) \
     {.arch = (a), .embed = "encoder", .norm = "norm", .head = "decoder", .embed_std = 1.0f, \
      .rms_norm = false, .norm_eps = 1e-5f, .head_bias = true, .check = rnn_check, \
-     .build = rnn_build, .init = NULL}
+     .out_width = rnn_width, .build = rnn_build, .init = NULL}
 
 /* Each block's prefix: "<stem>.<layer>". */
 static void block_prefix(char *buf, size_t cap, const char *stem, int layer) {
@@ -156,17 +159,18 @@ static const seqlm_arch archs[] = {
      * the RMSNorm backbone.norm_f (eps 1e-5), lm_head tied to the embedding (no bias) */
     {.arch = STRIX_ARCH_MAMBA, .embed = "backbone.embeddings", .norm = "backbone.norm_f",
      .head = "lm_head", .embed_std = 0.1f, .rms_norm = true, .norm_eps = 1e-5f,
-     .head_bias = false, .check = mamba_check, .build = mamba_build, .init = mamba_init},
+     .head_bias = false, .check = mamba_check, .out_width = model_width, .build = mamba_build, .init = mamba_init},
     /* RwkvForCausalLM: rwkv.embeddings (nn.Embedding's N(0, 1)), rwkv.blocks.<i> (block 0 with
      * pre_ln), the LayerNorm rwkv.ln_out (eps 1e-5), head without bias, not tied */
     {.arch = STRIX_ARCH_RWKV, .embed = "rwkv.embeddings", .norm = "rwkv.ln_out", .head = "head",
      .embed_std = 1.0f, .rms_norm = false, .norm_eps = 1e-5f, .head_bias = false,
-     .check = rwkv_check, .build = rwkv_build, .init = rwkv_init},
+     .check = rwkv_check, .out_width = model_width, .build = rwkv_build, .init = rwkv_init},
     /* torchscale's RetNetDecoder: embed_tokens (no embedding scale), layers.<i>, the final
      * RMSNorm layer_norm (eps 1e-6), output_projection N(0, d^-1/2) without bias */
     {.arch = STRIX_ARCH_RETNET, .embed = "embed_tokens", .norm = "layer_norm",
      .head = "output_projection", .embed_std = 1.0f, .rms_norm = true, .norm_eps = 1e-6f,
-     .head_bias = false, .head_std_scale = 1.0f, .check = retnet_check, .build = retnet_build,
+     .head_bias = false, .head_std_scale = 1.0f, .check = retnet_check, .out_width = model_width,
+     .build = retnet_build,
      .init = retnet_init},
 };
 

@@ -28,7 +28,7 @@ static strix_module *seqlm_module(strix_seqlm *m, int i) {
 
 static strix_status check_request(strix_seqlm *m, const int32_t *ids, int n,
                                   const strix_gpt_explain_config *cfg) {
-    STRIX_TRY(lm_explain_check(WHO, m->cfg.vocab_size, m->cfg.block_size, ids, n, cfg));
+    STRIX_TRY(lm_explain_check(WHO, m->cfg.vocab_size, n, ids, n, cfg)); /* the whole prompt */
     if (cfg->method != STRIX_GPT_EXPLAIN_LRP) return STRIX_OK;
     strix_module *mod;
     for (int i = 0; (mod = seqlm_module(m, i)) != NULL; i++) {
@@ -150,7 +150,7 @@ strix_status strix_seqlm_explain(strix_seqlm *m, const int32_t *ids, int n,
     strix_gpt_explain_config defaults = strix_gpt_explain_defaults();
     if (!cfg) cfg = &defaults;
     STRIX_TRY(check_request(m, ids, n, cfg));
-    int T = n < m->cfg.block_size ? n : m->cfg.block_size;
+    int T = n; /* the state carries the whole prompt, as in generation: no window */
     out->T = T;
     bool training = m->training;
     m->training = false;
@@ -179,7 +179,7 @@ strix_status strix_seqlm_explain_output(strix_seqlm *m, const int32_t *ids, int 
     strix_gpt_explain_config defaults = strix_gpt_explain_defaults();
     if (!cfg) cfg = &defaults;
     STRIX_TRY(check_request(m, ids, n, cfg));
-    int T = n < m->cfg.block_size ? n : m->cfg.block_size, V = m->cfg.vocab_size;
+    int T = n, V = m->cfg.vocab_size;
     float *logits = malloc((size_t)V * sizeof(float));
     if (!logits) return strix_error(STRIX_ERR_ALLOC, WHO ": out of memory");
     strix_status s = next_logits(m, ids + (n - T), T, logits);

@@ -58,7 +58,16 @@ strix_status strix_seqlm_config_check(const strix_seqlm_config *c) {
                            SEQLM_MAX_BLOCKS);
     if (c->d_model < 1 || c->d_model > (1 << 16))
         return strix_error(STRIX_ERR_ARG, "seqlm: d_model %d outside [1, 65536]", c->d_model);
-    return a->check ? a->check(c) : STRIX_OK;
+    STRIX_TRY(a->check ? a->check(c) : STRIX_OK);
+    int width = a->out_width(c);
+    if (width < 2) /* a norm over one feature outputs only its bias: the input would not count */
+        return strix_error(STRIX_ERR_ARG, "seqlm: %s %d: the final norm needs at least 2 features "
+                           "(over one it outputs only its bias, whatever the input)",
+                           width == c->d_model ? "d_model" : "hidden", width);
+    if (c->tie_weights && width != c->d_model)
+        return strix_error(STRIX_ERR_ARG, "seqlm: a tied head needs the blocks' output width "
+                           "(%d) to equal d_model (%d)", width, c->d_model);
+    return STRIX_OK;
 }
 
 // ---- construction ------------------------------------------------------------------------------
@@ -79,9 +88,6 @@ static strix_status build(strix_seqlm *m) {
         STRIX_TRY(strix_layernorm_new(ps, a->norm, m->out_dim, true, a->norm_eps, &n));
         m->norm = &n->base;
     }
-    if (c->tie_weights && m->out_dim != c->d_model)
-        return strix_error(STRIX_ERR_ARG, "seqlm: a tied head needs the blocks' output width "
-                           "(%d) to equal d_model (%d)", m->out_dim, c->d_model);
     if (c->tie_weights) /* one weight: the head reads the embedding's table */
         STRIX_TRY(strix_linear_new(ps, a->head, m->out_dim, c->vocab_size, a->head_bias, 0.0f,
                                    m->emb->weight, &m->head));

@@ -23,6 +23,8 @@ typedef struct seqlm_arch {
                                       * default U(±1/sqrt(out_dim)) */
     /* Validates the fields this architecture uses (the shared ones are checked already). */
     strix_status (*check)(const strix_seqlm_config *c);
+    /* The width the blocks hand the norm and head (m->out_dim once built). */
+    int (*out_width)(const strix_seqlm_config *c);
     /* Declares and builds the blocks (m->blocks, m->n_blocks) and sets m->out_dim. */
     strix_status (*build)(strix_seqlm *m);
     /* Special inits after strix_params_init (NULL: none). */
