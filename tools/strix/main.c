@@ -25,7 +25,7 @@
 
 static void print_help(FILE *out) {
     fprintf(out,
-            "strix - train, sample and explain a small character-level GPT (C11; backends "
+            "strix - train, sample and explain small character-level language models (C11; backends "
             "built: " STRIX_TOOL_BACKENDS ")\n"
             "\n"
             "Usage:\n"

@@ -81,7 +81,7 @@ static void train_specs(train_flags *f, arg_spec *s) {
         FLAG("layers", ARG_INT, &f->layers, 1, 1024, 0, "N",
              "transformer blocks or recurrent layers L (default 4; sequence models 2)"),
         FLAG("heads", ARG_INT, &f->heads, 1, STRIX_GPT_MAX_HEADS, 0, "N",
-             "gpt, retnet: heads; must divide --d-model (default 4)"),
+             "gpt, retnet: heads; must divide --d-model (retnet: into even sizes) (default 4)"),
         FLAG("hidden", ARG_INT, &f->hidden, 1, 65536, 0, "N",
              "rnn, lstm, gru: hidden size H (default --d-model)"),
         FLAG("d-state", ARG_INT, &f->d_state, 1, 4096, 0, "N",
@@ -491,9 +491,11 @@ static void model_shape(const strix_lm_config *c, char *buf, size_t cap) {
                               q->d_conv, q->expand);
         break;
     case STRIX_ARCH_RETNET:
-        k += (size_t)snprintf(buf + k, cap - k, ", %d heads", q->n_head);
+        k += (size_t)snprintf(buf + k, cap - k, ", %d heads, d_ff %d", q->n_head,
+                              q->d_ff > 0 ? q->d_ff : 2 * q->d_model);
         break;
     case STRIX_ARCH_RWKV:
+        k += (size_t)snprintf(buf + k, cap - k, ", d_ff %d", q->d_ff > 0 ? q->d_ff : 4 * q->d_model);
         break;
     default:
         k += (size_t)snprintf(buf + k, cap - k, ", hidden %d", q->hidden);
@@ -720,9 +722,10 @@ static int train_loop(run *r) {
                 res.skip_since >= 0 ? ", the run's last steps among them" : "");
     if (c.early) {
         fprintf(stderr, "strix: early stop at step %" PRId64 " of %" PRId64 ": %" PRId64
-                        " evaluations without a val loss below %.4f (step %" PRId64 "); best "
+                        " evaluation%s without a val loss below %.4f (step %" PRId64 "); best "
                         "checkpoint %s, last %s\n", step, t->steps, r->evals_since_best,
-                r->best_val, r->best_step, r->best_path, r->out);
+                r->evals_since_best == 1 ? "" : "s", r->best_val, r->best_step, r->best_path,
+                r->out);
     } else if (c.stopped) {
         fprintf(stderr, "strix: %s at step %" PRId64 " of %" PRId64 "; checkpoint saved to %s "
                         "(continue with: strix train --resume %s)\n", c.stopped, step, t->steps,
@@ -745,7 +748,7 @@ static int train_loop(run *r) {
            val_text, elapsed, r->out);
     if (c.stopped && strcmp(c.stopped, "time limit") == 0 && step < 1000)
         fprintf(stderr, "strix: note: --time stopped the run after %" PRId64 " step%s "
-                        "(%.0f tok/s): too few for good samples (a small GPT needs thousands); "
+                        "(%.0f tok/s): too few for good samples (a small model needs thousands); "
                         "another process busy on the cores makes each step many times slower: "
                         "give a longer --time, fewer --threads, or an idle machine\n", step,
                 step == 1 ? "" : "s", tokens_per_s(r, step, c.first, elapsed));
