@@ -42,6 +42,9 @@ done
 "$STRIX" train --resume lstm.st --arch gru >conflict.err 2>&1
 [ $? -eq 2 ] && grep -q -- "--arch conflicts with the checkpoint (lstm)" conflict.err \
     && ok "--resume keeps the architecture" || fail "arch conflict: $(cat conflict.err)"
+"$STRIX" train --resume mamba.st --hidden 24 >na.out 2>&1
+[ $? -eq 2 ] && grep -q -- "--hidden does not apply to the mamba model of the checkpoint" na.out \
+    && ok "--resume with another architecture's flag: named" || fail "resume --hidden: $(cat na.out)"
 "$STRIX" train --resume lstm.st --hidden 24 >hid.out 2>&1 \
     && ok "--resume with the checkpoint's own --hidden" || fail "--resume --hidden 24 refused: $(cat hid.out)"
 

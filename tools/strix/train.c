@@ -278,6 +278,13 @@ static const seq_flag seq_flags[] = {
     {"dropout", ARCH_BIT(STRIX_ARCH_GPT)},
 };
 
+/* Whether a flag of seq_flags (any other flag: true) applies to architecture a. */
+static bool flag_applies(const char *name, strix_arch a) {
+    for (size_t i = 0; i < sizeof seq_flags / sizeof *seq_flags; i++)
+        if (strcmp(name, seq_flags[i].name) == 0) return (seq_flags[i].archs & ARCH_BIT(a)) != 0;
+    return true;
+}
+
 /* A sequence model's value of flag `name` (the fields of strix_seqlm_config it uses); false for
  * other flags. */
 static bool seq_flag_value(const strix_seqlm_config *q, const char *name, char *buf, size_t cap) {
@@ -775,6 +782,12 @@ static int check_resume_flags(const strix_checkpoint_info *ck, arg_spec *specs, 
         args_format_value(&specs[i], mine, sizeof mine);
         if (!checkpoint_value(ck, specs[i].name, theirs, sizeof theirs)) theirs[0] = '\0';
         if (strcmp(mine, theirs) == 0) continue; /* the same value changes nothing */
+        if (!flag_applies(specs[i].name, ck->model.arch)) {
+            fprintf(stderr, "strix train: --%s does not apply to the %s model of the checkpoint; a "
+                            "resumed run keeps its configuration\n", specs[i].name,
+                    strix_arch_name(ck->model.arch));
+            return 2;
+        }
         fprintf(stderr, "strix train: --%s conflicts with the checkpoint (%s); a resumed run "
                         "keeps its configuration\n", specs[i].name, theirs[0] ? theirs : "unset");
         return 2;
