@@ -4,6 +4,9 @@
  *
  * Each op runs its kernels/ssm.h lane function over every lane; a sequence lane walks time
  * itself, so OpenMP only splits independent lanes and results do not depend on the thread count.
+ * The RWKV passes of a training step (token shift and its backward, the stable WKV forward and
+ * backward) and the reverse-time sum run in row order instead: the same per-step functions for
+ * many lanes side by side, each lane's arithmetic in its own order (below).
  */
 #include "backends/cpu/cpu_internal.h"
 #include "kernels/ssm.h"
