@@ -147,32 +147,46 @@ STRIX_HD static inline float strix_rwkv_x_prev(const float *x, const float *x_pr
     return x_prev ? x_prev[(i / (L * D)) * D + i % D] : 0.0f;
 }
 
+/* One mix of the token shift: mu·x_t + (1 - mu)·x_{t-1}. */
+STRIX_HD static inline float strix_rwkv_mix(float mu, float x, float x_prev) {
+    return mu * x + (1.0f - mu) * x_prev;
+}
+
 /* Element i = (b, t, e). */
 STRIX_HD static inline void strix_rwkv_token_shift_element(const strix_ssm_args *a, size_t i) {
     size_t L = a->l, D = a->d, t = (i / D) % L, e = i % D;
     float x = a->in[0][i], x_prev = strix_rwkv_x_prev(a->in[0], a->in[4], i, t, L, D);
     for (int m = 0; m < 3; m++) {
         if (!a->in[1 + m]) continue; /* mu_v NULL: two mixes */
-        float mu = a->in[1 + m][e];
-        a->out[m][i] = mu * x + (1.0f - mu) * x_prev;
+        a->out[m][i] = strix_rwkv_mix(a->in[1 + m][e], x, x_prev);
     }
+}
+
+/* dx of one element of the token shift from the gradients of its mixes at step t (g_*) and at
+ * step t+1 (n_*; next false at the last step), three or two mixes (g_v, n_v, mu_v unused). */
+STRIX_HD static inline float strix_rwkv_shift_dx(float g_r, float g_k, float g_v, float n_r,
+                                                 float n_k, float n_v, float mu_r, float mu_k,
+                                                 float mu_v, bool three, bool next) {
+    float dx = g_r * mu_r + g_k * mu_k;
+    if (three) dx += g_v * mu_v;
+    if (next) {
+        dx += n_r * (1.0f - mu_r) + n_k * (1.0f - mu_k);
+        if (three) dx += n_v * (1.0f - mu_v);
+    }
+    return dx;
 }
 
 STRIX_HD static inline void strix_rwkv_shift_backward_element(const strix_ssm_args *a, size_t i) {
     size_t L = a->l, D = a->d, t = (i / D) % L, e = i % D;
     const float *g_r = a->in[1], *g_k = a->in[2], *g_v = a->in[3];
     bool three = g_v != NULL; /* g_xv and mu_v NULL: two mixes */
+    bool next = t + 1 < L;
     float mu_r = a->in[4][e], mu_k = a->in[5][e], mu_v = three ? a->in[6][e] : 0.0f;
     float x = a->in[0][i], x_prev = strix_rwkv_x_prev(a->in[0], a->in[7], i, t, L, D);
     float diff = x - x_prev;
-    float dx = g_r[i] * mu_r + g_k[i] * mu_k;
-    if (three) dx += g_v[i] * mu_v;
-    if (t + 1 < L) {
-        size_t nx = i + D;
-        dx += g_r[nx] * (1.0f - mu_r) + g_k[nx] * (1.0f - mu_k);
-        if (three) dx += g_v[nx] * (1.0f - mu_v);
-    }
-    a->out[0][i] = dx;
+    size_t nx = next ? i + D : i;
+    a->out[0][i] = strix_rwkv_shift_dx(g_r[i], g_k[i], three ? g_v[i] : 0.0f, g_r[nx], g_k[nx],
+                                       three ? g_v[nx] : 0.0f, mu_r, mu_k, mu_v, three, next);
     a->out[1][i] = g_r[i] * diff;
     a->out[2][i] = g_k[i] * diff;
     if (three) a->out[3][i] = g_v[i] * diff;
@@ -293,6 +307,29 @@ STRIX_HD static inline strix_rwkv_step strix_rwkv_stable_step(float o, float q, 
 /* The initial max of a fresh state (transformers: -1e38). */
 #define STRIX_RWKV_MAX0 (-1e38f)
 
+/* One forward step of a lane: z_r, key, value and the state (p, q, o) at step t in; the outputs
+ * of step t and the state at t+1 out. */
+typedef struct strix_rwkv_fwd {
+    float r, wkv, gated, p, q, o;
+} strix_rwkv_fwd;
+
+STRIX_HD static inline strix_rwkv_fwd strix_rwkv_stable_forward_step(float zr, float kv, float vv,
+                                                                     float u, float w, float p,
+                                                                     float q, float o) {
+    strix_rwkv_fwd f;
+    strix_rwkv_step s = strix_rwkv_stable_step(o, q, u, w, kv);
+    float wkv = (s.e1 * p + s.e2 * vv) / s.den;
+    float r = strix_ssm_sigmoid(zr);
+    f.r = r;
+    f.wkv = wkv;
+    f.gated = r * wkv;
+    float ow = o + w;
+    f.p = s.f1 * p + s.f2 * vv;
+    f.q = s.f1 * q + s.f2;
+    f.o = ow > kv ? ow : kv;
+    return f;
+}
+
 STRIX_HD static inline void strix_rwkv_stable_forward_lane(const strix_ssm_args *a, size_t lane) {
     size_t L = a->l, D = a->d, b = lane / D, c = lane % D;
     const float *zr = a->in[0], *k = a->in[1], *v = a->in[2];
@@ -304,19 +341,40 @@ STRIX_HD static inline void strix_rwkv_stable_forward_lane(const strix_ssm_args 
     ps[s0] = p, qs[s0] = q, os[s0] = o;
     for (size_t t = 0; t < L; t++) {
         size_t idx = (b * L + t) * D + c, st = s0 + (t + 1) * D;
-        float kv = k[idx], vv = v[idx];
-        strix_rwkv_step s = strix_rwkv_stable_step(o, q, u, w, kv);
-        float wkv = (s.e1 * p + s.e2 * vv) / s.den;
-        float r = strix_ssm_sigmoid(zr[idx]);
-        a->out[0][idx] = r;
-        a->out[1][idx] = wkv;
-        a->out[2][idx] = r * wkv;
-        float ow = o + w;
-        p = s.f1 * p + s.f2 * vv;
-        q = s.f1 * q + s.f2;
-        o = ow > kv ? ow : kv;
+        strix_rwkv_fwd f = strix_rwkv_stable_forward_step(zr[idx], k[idx], v[idx], u, w, p, q, o);
+        a->out[0][idx] = f.r;
+        a->out[1][idx] = f.wkv;
+        a->out[2][idx] = f.gated;
+        p = f.p, q = f.q, o = f.o;
         ps[st] = p, qs[st] = q, os[st] = o;
     }
+}
+
+/* One backward step of a lane: the gradient g of gated, r, key, value, wkv, the state (p, q, o)
+ * at step t and the carries (ga, gb) from step t+1 in; the step's five outputs and the carries
+ * into step t-1 out. */
+typedef struct strix_rwkv_bwd {
+    float dzr, dk, dv, du, dw, ga, gb;
+} strix_rwkv_bwd;
+
+STRIX_HD static inline strix_rwkv_bwd strix_rwkv_stable_backward_step(float g, float r, float kv,
+                                                                      float vv, float wkv,
+                                                                      float p, float q, float o,
+                                                                      float u, float w, float ga,
+                                                                      float gb) {
+    strix_rwkv_bwd d;
+    strix_rwkv_step s = strix_rwkv_stable_step(o, q, u, w, kv);
+    float dwkv = g * r;
+    float dnum = dwkv / s.den;
+    float du = dnum * s.e2 * (vv - wkv);
+    d.dzr = g * wkv * (r * (1.0f - r));
+    d.dk = du + (ga * vv + gb) * s.f2;
+    d.dv = dnum * s.e2 + ga * s.f2;
+    d.du = du;
+    d.dw = w * (s.f1 * (ga * p + gb * q));
+    d.ga = dnum * s.e1 + ga * s.f1;
+    d.gb = -(dnum * wkv) * s.e1 + gb * s.f1;
+    return d;
 }
 
 /* Carries ga = dL/dp_t, gb = dL/dq_t at fixed o_t (= e^(o_t)·dL/dA_t, bounded), 0 after the last
@@ -330,19 +388,15 @@ STRIX_HD static inline void strix_rwkv_stable_backward_lane(const strix_ssm_args
     float ga = 0.0f, gb = 0.0f;
     for (size_t t = L; t-- > 0;) {
         size_t idx = (b * L + t) * D + c, st = s0 + t * D;
-        float p = ps[st], q = qs[st], o = os[st];
-        float kv = k[idx], vv = v[idx], r = rr[idx], wkv = wkv_in[idx], g = gg[idx];
-        strix_rwkv_step s = strix_rwkv_stable_step(o, q, u, w, kv);
-        float dwkv = g * r;
-        float dnum = dwkv / s.den;
-        float du = dnum * s.e2 * (vv - wkv);
-        a->out[0][idx] = g * wkv * (r * (1.0f - r));
-        a->out[1][idx] = du + (ga * vv + gb) * s.f2;
-        a->out[2][idx] = dnum * s.e2 + ga * s.f2;
-        a->out[3][idx] = du;
-        a->out[4][idx] = w * (s.f1 * (ga * p + gb * q));
-        ga = dnum * s.e1 + ga * s.f1;
-        gb = -(dnum * wkv) * s.e1 + gb * s.f1;
+        strix_rwkv_bwd d = strix_rwkv_stable_backward_step(gg[idx], rr[idx], k[idx], v[idx],
+                                                           wkv_in[idx], ps[st], qs[st], os[st],
+                                                           u, w, ga, gb);
+        a->out[0][idx] = d.dzr;
+        a->out[1][idx] = d.dk;
+        a->out[2][idx] = d.dv;
+        a->out[3][idx] = d.du;
+        a->out[4][idx] = d.dw;
+        ga = d.ga, gb = d.gb;
     }
 }
 

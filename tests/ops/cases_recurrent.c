@@ -12,6 +12,7 @@
  * token shift, RetNet) against central differences of the backend's own forward.
  */
 #include "ops/op_harness.h"
+#include "kernels/ssm.h" /* the lane functions, for the row-order check */
 
 // ---- golden runners ----------------------------------------------------------------------------
 
@@ -1063,6 +1064,110 @@ static void test_rwkv_stable_finite_differences(void **state) {
     free(h);
 }
 
+/* Every lane of `op` on the host with the kernels/ssm.h lane function (the order the GPU
+ * launchers use); NULL slots stay NULL. */
+static void rwkv_lanes_host(strix_ssm_op op, const strix_ssm_args *dims, const float *const *in,
+                            int n_in, float **out, int n_out) {
+    strix_ssm_args a = *dims;
+    for (int k = 0; k < 12; k++) a.in[k] = k < n_in ? in[k] : NULL;
+    for (int k = 0; k < 10; k++) a.out[k] = k < n_out ? out[k] : NULL;
+    size_t work = 0, lanes = strix_ssm_lanes(op, &a, &work);
+    for (size_t lane = 0; lane < lanes; lane++) {
+        switch (op) {
+        case STRIX_SSM_RWKV_TOKEN_SHIFT: strix_rwkv_token_shift_element(&a, lane); break;
+        case STRIX_SSM_RWKV_SHIFT_BACKWARD: strix_rwkv_shift_backward_element(&a, lane); break;
+        case STRIX_SSM_RWKV_STABLE_FORWARD: strix_rwkv_stable_forward_lane(&a, lane); break;
+        case STRIX_SSM_RWKV_STABLE_BACKWARD: strix_rwkv_stable_backward_lane(&a, lane); break;
+        case STRIX_SSM_REVERSE_TIME_SUM: strix_ssm_reverse_time_sum_lane(&a, lane); break;
+        default: fail_msg("rwkv_lanes_host: op %d", (int)op);
+        }
+    }
+}
+
+/* The CPU runs the RWKV passes of a training step (token shift and its backward, stable WKV
+ * forward and backward) and the reverse-time sum in row order, many lanes side by side: every
+ * backend gives the bits of the lane functions, with or without the optional slots, for d = 130
+ * channels (the CPU's blocks of 64: two full, one partial). */
+static void test_rwkv_rows_match_lanes(void **state) {
+    (void)state;
+    enum { RN = 3, RL = 7, RD = 130 };
+    enum { RNLD = RN * RL * RD, RND = RN * RD, RST = RN * (RL + 1) * RD };
+    const strix_ssm_args dims = {.n = RN, .l = RL, .d = RD};
+    float *x = tl_malloc_floats(RNLD), *g[3], *mu[3], *zr = tl_malloc_floats(RNLD);
+    float *k = tl_malloc_floats(RNLD), *v = tl_malloc_floats(RNLD);
+    float *x_prev = tl_malloc_floats(RND);
+    float *u = tl_malloc_floats(RD), *td = tl_malloc_floats(RD), *s0[3], *want[6], *got[6];
+    for (int m = 0; m < 3; m++) {
+        g[m] = tl_malloc_floats(RNLD), mu[m] = tl_malloc_floats(RD), s0[m] = tl_malloc_floats(RND);
+        tl_fill_uniform(g[m], RNLD, 31 + m, -1.0f, 1.0f);
+        tl_fill_uniform(mu[m], RD, 34 + m, 0.0f, 1.0f);
+        tl_fill_uniform(s0[m], RND, 37 + m, m == 2 ? -3.0f : 0.1f, 2.0f);
+    }
+    for (int j = 0; j < 6; j++) want[j] = tl_malloc_floats(RST), got[j] = tl_malloc_floats(RST);
+    tl_fill_uniform(x, RNLD, 21, -1.0f, 1.0f), tl_fill_uniform(x_prev, RND, 22, -1.0f, 1.0f);
+    tl_fill_uniform(zr, RNLD, 23, -3.0f, 3.0f), tl_fill_uniform(k, RNLD, 24, -4.0f, 4.0f);
+    tl_fill_uniform(v, RNLD, 25, -2.0f, 2.0f), tl_fill_uniform(u, RD, 26, -1.0f, 1.0f);
+    tl_fill_uniform(td, RD, 27, -2.0f, 1.0f);
+    FOR_EACH_BACKEND(be) {
+        for (int variant = 0; variant < 2; variant++) {
+            bool full = variant == 1; /* three mixes, x_prev, an initial state */
+            /* token shift */
+            const float *sin_[] = {x, mu[0], mu[1], full ? mu[2] : NULL, full ? x_prev : NULL};
+            const size_t sin_n[] = {RNLD, RD, RD, RD, RND};
+            const size_t nld3[] = {RNLD, RNLD, RNLD, RNLD, RNLD};
+            float *sw[] = {want[0], want[1], full ? want[2] : NULL};
+            float *sg[] = {got[0], got[1], full ? got[2] : NULL};
+            rwkv_lanes_host(STRIX_SSM_RWKV_TOKEN_SHIFT, &dims, sin_, 5, sw, 3);
+            ssm_host_opt(be, STRIX_SSM_RWKV_TOKEN_SHIFT, &dims, sin_, sin_n, 5, sg, nld3, 3);
+            for (int m = 0; m < (full ? 3 : 2); m++)
+                assert_true(tl_check_bits("token shift rows", got[m], want[m], RNLD));
+            /* its backward */
+            const float *bin[] = {x,     g[0],  g[1],  full ? g[2] : NULL,
+                                  mu[0], mu[1], full ? mu[2] : NULL, full ? x_prev : NULL};
+            const size_t bin_n[] = {RNLD, RNLD, RNLD, RNLD, RD, RD, RD, RND};
+            float *bw[] = {want[0], want[1], want[2], full ? want[3] : NULL};
+            float *bg[] = {got[0], got[1], got[2], full ? got[3] : NULL};
+            rwkv_lanes_host(STRIX_SSM_RWKV_SHIFT_BACKWARD, &dims, bin, 8, bw, 4);
+            ssm_host_opt(be, STRIX_SSM_RWKV_SHIFT_BACKWARD, &dims, bin, bin_n, 8, bg, nld3, 4);
+            for (int m = 0; m < (full ? 4 : 3); m++)
+                assert_true(tl_check_bits("shift backward rows", got[m], want[m], RNLD));
+            /* stable WKV forward (fresh or from a state) */
+            const float *fin[] = {zr, k, v, u, td, full ? s0[0] : NULL, full ? s0[1] : NULL,
+                                  full ? s0[2] : NULL};
+            const size_t fin_n[] = {RNLD, RNLD, RNLD, RD, RD, RND, RND, RND};
+            const size_t fout_n[] = {RNLD, RNLD, RNLD, RST, RST, RST};
+            rwkv_lanes_host(STRIX_SSM_RWKV_STABLE_FORWARD, &dims, fin, 8, want, 6);
+            ssm_host_opt(be, STRIX_SSM_RWKV_STABLE_FORWARD, &dims, fin, fin_n, 8, got, fout_n, 6);
+            for (int j = 0; j < 6; j++)
+                assert_true(tl_check_bits("stable wkv forward rows", got[j], want[j],
+                                          fout_n[j]));
+            /* its backward, from the forward's r, wkv and states */
+            float *r = tl_malloc_floats(RNLD), *wkv = tl_malloc_floats(RNLD);
+            float *st[3] = {tl_malloc_floats(RST), tl_malloc_floats(RST), tl_malloc_floats(RST)};
+            memcpy(r, want[0], RNLD * sizeof(float)), memcpy(wkv, want[1], RNLD * sizeof(float));
+            for (int j = 0; j < 3; j++) memcpy(st[j], want[3 + j], RST * sizeof(float));
+            const float *win[] = {g[0], r, k, v, wkv, st[0], st[1], st[2], u, td};
+            const size_t win_n[] = {RNLD, RNLD, RNLD, RNLD, RNLD, RST, RST, RST, RD, RD};
+            rwkv_lanes_host(STRIX_SSM_RWKV_STABLE_BACKWARD, &dims, win, 10, want, 5);
+            ssm_host_opt(be, STRIX_SSM_RWKV_STABLE_BACKWARD, &dims, win, win_n, 10, got, nld3, 5);
+            for (int j = 0; j < 5; j++)
+                assert_true(tl_check_bits("stable wkv backward rows", got[j], want[j], RNLD));
+            /* the reverse-time sum of its time_decay terms */
+            const float *tin[] = {want[4]};
+            const size_t tin_n[] = {RNLD}, tout_n[] = {RD};
+            float *tw[] = {want[5]}, *tg[] = {got[5]};
+            rwkv_lanes_host(STRIX_SSM_REVERSE_TIME_SUM, &dims, tin, 1, tw, 1);
+            ssm_host_opt(be, STRIX_SSM_REVERSE_TIME_SUM, &dims, tin, tin_n, 1, tg, tout_n, 1);
+            assert_true(tl_check_bits("reverse-time sum", got[5], want[5], RD));
+            free(r), free(wkv);
+            for (int j = 0; j < 3; j++) free(st[j]);
+        }
+    }
+    for (int m = 0; m < 3; m++) free(g[m]), free(mu[m]), free(s0[m]);
+    for (int j = 0; j < 6; j++) free(want[j]), free(got[j]);
+    free(x), free(zr), free(k), free(v), free(x_prev), free(u), free(td);
+}
+
 /* The stable WKV's LRP conserves with the initial state's share: Σ R_v + Σ R_p0 = Σ R_wkv; a
  * fresh state takes none; huge keys keep every output finite. */
 static void test_rwkv_stable_lrp_and_large_keys(void **state) {
@@ -1279,6 +1384,7 @@ const struct CMUnitTest ops_recurrent_tests[] = {
     cmocka_unit_test(test_rwkv_lrp_conservation),
     cmocka_unit_test(test_rwkv_stable_finite_differences),
     cmocka_unit_test(test_rwkv_stable_lrp_and_large_keys),
+    cmocka_unit_test(test_rwkv_rows_match_lanes),
     cmocka_unit_test(test_retnet_finite_differences),
     cmocka_unit_test(test_retnet_scores_and_lrp),
     cmocka_unit_test(test_ssm_exact_edges),
