@@ -5,8 +5,8 @@
  * Per layer and direction: one batched GEMM for the input part of every gate over all T steps
  * (x·W_ihᵀ + b_ih, with b_hh folded in except GRU's b_hn), then per step one GEMM per gate for
  * h_prev·W_hhᵀ, the gate activations and a fused cell pass (strix_recurrent_cell). W_hh is
- * packed once per direction for the T steps' GEMMs (strix_gemm_pack_b; the same bits as packing
- * at every step), forward and backward. Backward runs
+ * packed once per direction for the T steps' GEMMs where the backend packs (strix_gemm_pack_b,
+ * "cpu"; the same bits as packing at every step), forward and backward. Backward runs
  * the cells' backward passes in reverse step order, then forms the weight gradients as one GEMM
  * per gate over all steps and the input gradient as one GEMM per gate. LSTM projections add one
  * GEMM per step (h_t = u_t·W_hrᵀ forward, its transpose backward) and one for W_hr's gradient
@@ -598,8 +598,9 @@ strix_status strix_rnn_forward(strix_rnn *m, const strix_tensor *x, const strix_
 
 // ---- backward ----------------------------------------------------------------------------------
 
-/* One step's share of gate q in dh: sb's C (+)= a · W_hh[q] (sb: the packed batch of dir_backward
- * with batch 1), beta 0 or 1 as strix_gemm_ex's; the plain strix_gemm_ex where nothing is packed. */
+/* One step's share of gate q in dh: sb's C (+)= a · W_hh[q] (sb: the packed batch of
+ * dir_backward with batch 1), beta 0 or 1 as strix_gemm_ex's; the plain strix_gemm_ex where
+ * nothing is packed. */
 static strix_status step_dh(strix_backend *be, const strix_gemm_batch *sb, const float *a, size_t q,
                             const float *packed, size_t packed_item, float beta) {
     if (!packed)
@@ -643,7 +644,7 @@ static strix_status dir_backward(strix_rnn *m, int l, int d, const float *g, con
     const float *P = rd->p.data, *whh = m->weight_hh[idx]->data;
     STRIX_TRY(load_slice(be, dh, dh_n, idx, BHr));
     if (lstm) STRIX_TRY(load_slice(be, dc, dc_n, idx, BH));
-    // dh (B, Hr) (+)= dP[q]_t (B, H) · W_hh[q] (H, Hr): every gate's W_hh packed once for the steps
+    // dh (B, Hr) (+)= dP[q]_t (B, H) · W_hh[q] (H, Hr): every gate's W_hh packed once
     strix_gemm_batch sb = {.b = whh, .ldb = Hr, .stride_b = H * Hr, .tb = false, .lda = H,
                            .c = dh, .ldc = Hr, .m = B, .k = H, .n = Hr, .batch = G,
                            .alpha = 1.0f};

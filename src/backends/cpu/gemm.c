@@ -23,7 +23,8 @@
  * k-concatenation of several products), an A packed once for many GEMMs, and operands whose
  * stored rows a cpu_gemm_source produces while packing (conv patches, never stored whole).
  * gemm_batched can also read B packed once for many calls (cpu_gemm_pack_b: strix_gemm_pack_b,
- * a recurrent layer's W_hh over its steps): the same values as per-call packing, so the same bits.
+ * a recurrent layer's W_hh over its steps): the same values as per-call packing, so the same bits
+ * (the "cpu" backend only: cpu-blas packs nothing, gemm_blas.c).
  * Workspaces live in the backend context (no allocation once sizes are known), so one host
  * thread at a time may use a backend. Not here: the BLAS path (gemm_blas.c).
  */
