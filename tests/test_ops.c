@@ -10,6 +10,7 @@
  * Not here: GEMM on large and odd shapes (test_gemm.c), gradients by finite differences.
  */
 #include "ops/op_harness.h"
+#include "backends/cpu/cpu_internal.h" /* cpu_set_parallel_min_work */
 #include "core/backend_impl.h"
 #include "kernels/dropout.h"
 #include "strix/nn.h"
@@ -601,6 +602,92 @@ static void test_gemm_batched_strided(void **state) {
     }
 }
 
+/* strix_gemm_pack_b: a batched GEMM reading B packed once gives the bits of the same call
+ * without packing, on every backend, at 1 and at 2 threads with every loop pushed through
+ * OpenMP: both transposes, edge panels (n not a multiple of the micro-tile), several KC slices
+ * and NC column blocks, strides, alpha and beta; and item i of a packing used alone
+ * (b + i·stride_b, packed + i·(floats of one item)), as a recurrent layer does for GRU's n gate.
+ * Backends that pack nothing (cpu-blas, GPUs) ask for 0 floats and get packed_b NULL. */
+static void test_gemm_pack_b(void **state) {
+    (void)state;
+    static const size_t shapes[][3] = {{1, 1, 1}, {5, 7, 37}, {32, 300, 300}, {70, 40, 17}};
+    enum { BATCH = 3 };
+    FOR_EACH_BACKEND(be) {
+        for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+            for (int v = 0; v < 4; v++) {
+                size_t m = shapes[s][0], k = shapes[s][1], n = shapes[s][2];
+                bool ta = v == 3, tb = v % 2 == 1;
+                size_t lda = (ta ? m : k) + 1, ldb = (tb ? k : n) + 2, ldc = n + 1;
+                size_t sa = (ta ? k : m) * lda, sb = (tb ? n : k) * ldb + 3, sc = m * ldc;
+                size_t na = BATCH * sa, nb = BATCH * sb, nc = BATCH * sc;
+                float *a = malloc(na * sizeof(float)), *b = malloc(nb * sizeof(float));
+                float *c = malloc(nc * sizeof(float)), *want = malloc(nc * sizeof(float));
+                float *got = malloc(nc * sizeof(float));
+                assert_true(a && b && c && want && got);
+                tl_fill_uniform(a, na, 101 + s, -1.0f, 1.0f);
+                tl_fill_uniform(b, nb, 102 + s, -1.0f, 1.0f);
+                tl_fill_uniform(c, nc, 103 + s, -1.0f, 1.0f);
+                float *da = up(be, a, na), *db = up(be, b, nb);
+                strix_gemm_batch g = {.a = da, .lda = lda, .stride_a = sa, .ta = ta,
+                                      .b = db, .ldb = ldb, .stride_b = sb, .tb = tb,
+                                      .ldc = ldc, .stride_c = sc, .m = m, .k = k, .n = n,
+                                      .batch = BATCH, .alpha = v == 2 ? 0.5f : 1.0f,
+                                      .beta = v == 0 ? 0.0f : 1.0f};
+                size_t floats = 0, one = 0;
+                OK(strix_gemm_pack_b(be, &g, NULL, &floats));
+                strix_gemm_batch g1 = g;
+                g1.batch = 1;
+                OK(strix_gemm_pack_b(be, &g1, NULL, &one));
+                assert_int_equal(floats, one * BATCH);
+                float *packed = NULL;
+                if (floats > 0) {
+                    assert_int_equal(strix_alloc(be, floats * sizeof(float), (void **)&packed),
+                                     STRIX_OK);
+                    size_t again = 0;
+                    OK(strix_gemm_pack_b(be, &g, packed, &again));
+                    assert_int_equal(again, floats);
+                }
+                char label[96];
+                for (int threads = 1; threads <= 2; threads++) {
+                    strix_set_num_threads(threads);
+                    size_t previous = cpu_set_parallel_min_work(threads == 2 ? 1 : 0);
+                    float *dc = up(be, c, nc);
+                    g.c = dc;
+                    g.packed_b = NULL;
+                    OK(strix_gemm_batched(be, &g));
+                    down(be, want, dc, nc);
+                    strix_free(be, dc);
+                    dc = up(be, c, nc);
+                    g.c = dc;
+                    g.packed_b = packed;
+                    OK(strix_gemm_batched(be, &g));
+                    down(be, got, dc, nc);
+                    snprintf(label, sizeof label, "%s gemm packed B %zux%zux%zu v%d threads %d",
+                             strix_backend_name(be), m, k, n, v, threads);
+                    assert_true(tl_check_bits(label, got, want, nc));
+                    strix_free(be, dc);
+                    dc = up(be, c, nc); /* item 2 alone, from the packing of the batch */
+                    g1 = g;
+                    g1.b = db + 2 * sb;
+                    g1.c = dc + 2 * sc;
+                    g1.a = da + 2 * sa;
+                    g1.batch = 1;
+                    g1.packed_b = packed ? packed + 2 * one : NULL;
+                    OK(strix_gemm_batched(be, &g1));
+                    down(be, got, dc, nc);
+                    strix_free(be, dc);
+                    assert_true(tl_check_bits(label, got + 2 * sc, want + 2 * sc, sc));
+                    cpu_set_parallel_min_work(previous);
+                }
+                strix_set_num_threads(0);
+                strix_free(be, packed);
+                strix_free(be, da);
+                strix_free(be, db);
+                free(a), free(b), free(c), free(want), free(got);
+            }
+    }
+}
+
 /* alpha = 0 forms no product (reference BLAS): C = beta·C exactly, beta 0 writing +0 over NaN,
  * with A and B all NaN, on every backend and on every path: small items, items past the own
  * kernel's KC and NC blocks, and items large enough for cpu-blas's cblas_sgemm. gemm_ex with
@@ -984,6 +1071,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_exp_gelu_edges),
         cmocka_unit_test(test_add_mul_exact),
         cmocka_unit_test(test_gemm_batched_strided),
+        cmocka_unit_test(test_gemm_pack_b),
         cmocka_unit_test(test_gemm_alpha_zero),
         cmocka_unit_test(test_embedding_id_checks),
         cmocka_unit_test(test_clamp_and_log),

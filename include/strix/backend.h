@@ -137,8 +137,19 @@ typedef struct strix_gemm_batch {
     size_t m, k, n, batch;
     float alpha, beta;
     strix_gemm_skip skip;
+    const float *packed_b; /* NULL, or strix_gemm_pack_b's packing of exactly these B fields */
 } strix_gemm_batch;
 STRIX_API strix_status strix_gemm_batched(strix_backend *be, const strix_gemm_batch *g);
+
+/* strix: B packed once for many strix_gemm_batched calls against the same B (a recurrent
+ * layer's W_hh over its T steps). packed NULL: *floats = the floats the packing of g needs (0:
+ * this backend packs nothing, cpu-blas and GPUs; pass packed_b NULL then). Else packs op(B_i) of
+ * every item of g (reads b, ldb, stride_b, tb, k, n, batch only) into packed (strix_alloc
+ * memory of *floats floats, also set); item i lies at packed + i·f, f the floats of a batch of 1.
+ * A call with packed_b = packed (or its item i, with b + i·stride_b and fewer items) must have
+ * those B fields and B unchanged since; it then gives the same bits as without packed_b. */
+STRIX_API strix_status strix_gemm_pack_b(strix_backend *be, const strix_gemm_batch *g,
+                                         float *packed, size_t *floats);
 
 // ---- elementwise and vector --------------------------------------------------------------------
 

@@ -121,6 +121,13 @@ strix_status strix_gemm_batched(strix_backend *be, const strix_gemm_batch *g) {
     STRIX_DISPATCH(be, gemm_batched, g);
 }
 
+strix_status strix_gemm_pack_b(strix_backend *be, const strix_gemm_batch *g, float *packed,
+                               size_t *floats) {
+    STRIX_ASSERT(g != NULL && floats != NULL, "gemm_pack_b: NULL batch or size");
+    STRIX_ASSERT(g->ldb >= (g->tb ? g->k : g->n), "gemm_pack_b: ldb %zu too small", g->ldb);
+    STRIX_DISPATCH(be, gemm_pack_b, g, packed, floats);
+}
+
 strix_status strix_clamp(strix_backend *be, const float *in, float lo, float hi, float *out,
                          size_t n) {
     STRIX_ASSERT(!(lo > hi), "clamp: lo %g > hi %g", lo, hi);

@@ -4,7 +4,9 @@
  *
  * Per layer and direction: one batched GEMM for the input part of every gate over all T steps
  * (x·W_ihᵀ + b_ih, with b_hh folded in except GRU's b_hn), then per step one GEMM per gate for
- * h_prev·W_hhᵀ, the gate activations and a fused cell pass (strix_recurrent_cell). Backward runs
+ * h_prev·W_hhᵀ, the gate activations and a fused cell pass (strix_recurrent_cell). W_hh is
+ * packed once per direction for the T steps' GEMMs where the backend packs (strix_gemm_pack_b,
+ * "cpu"; the same bits as packing at every step), forward and backward. Backward runs
  * the cells' backward passes in reverse step order, then forms the weight gradients as one GEMM
  * per gate over all steps and the input gradient as one GEMM per gate. LSTM projections add one
  * GEMM per step (h_t = u_t·W_hrᵀ forward, its transpose backward) and one for W_hr's gradient
@@ -55,8 +57,8 @@ static void work_free(strix_rnn *m) {
             strix_tensor_free(&w->layer[l].yd);
             strix_tensor_free(&w->layer[l].gd);
         }
-    strix_tensor *ts[] = {&w->xtm, &w->out, &w->h_n, &w->c_n, &w->dytm,
-                          &w->dx,  &w->dh0, &w->dc0, &w->dh,  &w->dc, &w->du};
+    strix_tensor *ts[] = {&w->xtm, &w->out, &w->h_n, &w->c_n, &w->dytm, &w->dx,
+                          &w->dh0, &w->dc0, &w->dh,  &w->dc,  &w->du,   &w->wpack};
     for (size_t k = 0; k < sizeof ts / sizeof ts[0]; k++) strix_tensor_free(ts[k]);
     free(w->dir);
     free(w->layer);
@@ -362,6 +364,25 @@ static strix_status transpose_bt(strix_backend *be, float *dst, const float *src
     return STRIX_OK;
 }
 
+/* Packs the B of g (W_hh's gate blocks) once into w->wpack for the per-step GEMMs of one
+ * direction: *packed (item i at + i·*item floats), or NULL where the backend packs nothing.
+ * The packed products have the bits of the unpacked ones. */
+static strix_status pack_hh(strix_rnn *m, const strix_gemm_batch *g, const float **packed,
+                            size_t *item) {
+    strix_backend *be = m->base.be;
+    size_t floats;
+    *packed = NULL;
+    *item = 0;
+    STRIX_TRY(strix_gemm_pack_b(be, g, NULL, &floats));
+    if (floats == 0) return STRIX_OK;
+    int64_t shape[1] = {(int64_t)floats};
+    STRIX_TRY(strix_tensor_ensure(be, &m->work->wpack, 1, shape));
+    STRIX_TRY(strix_gemm_pack_b(be, g, m->work->wpack.data, &floats));
+    *packed = m->work->wpack.data;
+    *item = floats / g->batch;
+    return STRIX_OK;
+}
+
 /* One direction of one layer over all steps: input `in` (T, B, I_l) time-major. */
 static strix_status dir_forward(strix_rnn *m, int l, int d, const float *in, size_t I_l,
                                 const strix_tensor *h0, const strix_tensor *c0) {
@@ -412,6 +433,12 @@ static strix_status dir_forward(strix_rnn *m, int l, int d, const float *in, siz
             STRIX_TRY(strix_add_row_vector(be, rd->hn.data, m->bias_hh[idx]->data + 2 * H,
                                            rd->hn.data, T * B, H));
     }
+    // W_hh[g]ᵀ of every gate packed once for the T steps
+    strix_gemm_batch hb = {.b = whh, .ldb = Hr, .stride_b = H * Hr, .tb = true,
+                           .m = B, .k = Hr, .n = H, .batch = G};
+    const float *packed;
+    size_t packed_item;
+    STRIX_TRY(pack_hh(m, &hb, &packed, &packed_item));
     size_t s0 = d == 0 ? 0 : T; // slot of h0
     STRIX_TRY(load_slice(be, rd->hs.data + s0 * BHr, h0, idx, BHr));
     if (mode == STRIX_RNN_LSTM) STRIX_TRY(load_slice(be, rd->cs.data + s0 * BH, c0, idx, BH));
@@ -426,11 +453,19 @@ static strix_status dir_forward(strix_rnn *m, int l, int d, const float *in, siz
         strix_gemm_batch rb = {.a = hprev, .lda = Hr, .stride_a = 0, .ta = false,
                                .b = whh, .ldb = Hr, .stride_b = H * Hr, .tb = true,
                                .c = P + t * BH, .ldc = H, .stride_c = TBH,
-                               .m = B, .k = Hr, .n = H, .batch = Gb, .alpha = 1.0f, .beta = 1.0f};
+                               .m = B, .k = Hr, .n = H, .batch = Gb, .alpha = 1.0f, .beta = 1.0f,
+                               .packed_b = packed};
         STRIX_TRY(strix_gemm_batched(be, &rb));
-        if (gru)
+        if (gru && packed) { // item 2 of the packing: W_hn
+            rb.b = whh + 2 * H * Hr;
+            rb.c = rd->hn.data + t * BH;
+            rb.batch = 1;
+            rb.packed_b = packed + 2 * packed_item;
+            STRIX_TRY(strix_gemm_batched(be, &rb));
+        } else if (gru) {
             STRIX_TRY(strix_gemm_ex(be, hprev, false, whh + 2 * H * Hr, true,
                                     rd->hn.data + t * BH, B, Hr, H, 1.0f));
+        }
         float *p0 = P + t * BH, *p1 = p0 + TBH, *p2 = p1 + TBH, *p3 = p2 + TBH;
         strix_cell_args a = {{0}, {0}, 0.0f};
         if (is_elman(mode)) {
@@ -563,6 +598,22 @@ strix_status strix_rnn_forward(strix_rnn *m, const strix_tensor *x, const strix_
 
 // ---- backward ----------------------------------------------------------------------------------
 
+/* One step's share of gate q in dh: sb's C (+)= a · W_hh[q] (sb: the packed batch of
+ * dir_backward with batch 1), beta 0 or 1 as strix_gemm_ex's; the plain strix_gemm_ex where
+ * nothing is packed. */
+static strix_status step_dh(strix_backend *be, const strix_gemm_batch *sb, const float *a, size_t q,
+                            const float *packed, size_t packed_item, float beta) {
+    if (!packed)
+        return strix_gemm_ex(be, a, false, sb->b + q * sb->stride_b, false, sb->c, sb->m, sb->k,
+                             sb->n, beta);
+    strix_gemm_batch g = *sb;
+    g.a = a;
+    g.b = sb->b + q * sb->stride_b;
+    g.packed_b = packed + q * packed_item;
+    g.beta = beta;
+    return strix_gemm_batched(be, &g);
+}
+
 /* Backward of one direction of layer l: g (T, B, dirs·H) the gradient of the layer output,
  * in (T, B, I_l) its input; dX (T, B, I_l) gets `=` (d == 0) or `+=` (d == 1). */
 static strix_status dir_backward(strix_rnn *m, int l, int d, const float *g, const float *in,
@@ -593,6 +644,14 @@ static strix_status dir_backward(strix_rnn *m, int l, int d, const float *g, con
     const float *P = rd->p.data, *whh = m->weight_hh[idx]->data;
     STRIX_TRY(load_slice(be, dh, dh_n, idx, BHr));
     if (lstm) STRIX_TRY(load_slice(be, dc, dc_n, idx, BH));
+    // dh (B, Hr) (+)= dP[q]_t (B, H) · W_hh[q] (H, Hr): every gate's W_hh packed once
+    strix_gemm_batch sb = {.b = whh, .ldb = Hr, .stride_b = H * Hr, .tb = false, .lda = H,
+                           .c = dh, .ldc = Hr, .m = B, .k = H, .n = Hr, .batch = G,
+                           .alpha = 1.0f};
+    const float *packed;
+    size_t packed_item;
+    STRIX_TRY(pack_hh(m, &sb, &packed, &packed_item));
+    sb.batch = 1;
     for (size_t k = 0; k < T; k++) {
         size_t t = d == 0 ? T - 1 - k : k;
         size_t sprev = d == 0 ? t : t + 1, sout = d == 0 ? t + 1 : t;
@@ -607,7 +666,7 @@ static strix_status dir_backward(strix_rnn *m, int l, int d, const float *g, con
             STRIX_TRY(strix_recurrent_cell(be, mode == STRIX_RNN_RELU ? STRIX_CELL_RNN_RELU_BACKWARD
                                                                       : STRIX_CELL_RNN_BACKWARD,
                                            &a, BH));
-            STRIX_TRY(strix_gemm_ex(be, d0, false, whh, false, dh, B, H, H, 0.0f));
+            STRIX_TRY(step_dh(be, &sb, d0, 0, packed, packed_item, 0.0f));
         } else if (lstm) {
             if (whr) { // h_t = u_t·W_hrᵀ: dhp_t = dh_t (B, Hr), du = dhp_t · W_hr (B, H)
                 float *dhp_t = rd->dhp.data + t * BHr;
@@ -631,8 +690,8 @@ static strix_status dir_backward(strix_rnn *m, int l, int d, const float *g, con
             a.out[4] = dc;
             STRIX_TRY(strix_recurrent_cell(be, STRIX_CELL_LSTM_BACKWARD, &a, BH));
             for (size_t q = 0; q < G; q++)
-                STRIX_TRY(strix_gemm_ex(be, d0 + q * TBH, false, whh + q * H * Hr, false, dh, B,
-                                        H, Hr, q == 0 ? 0.0f : 1.0f));
+                STRIX_TRY(step_dh(be, &sb, d0 + q * TBH, q, packed, packed_item,
+                                  q == 0 ? 0.0f : 1.0f));
         } else {
             float *dhn_t = rd->dhn.data + t * BH;
             a.in[2] = p1;
@@ -648,8 +707,7 @@ static strix_status dir_backward(strix_rnn *m, int l, int d, const float *g, con
             STRIX_TRY(strix_recurrent_cell(be, STRIX_CELL_GRU_BACKWARD, &a, BH));
             const float *src[3] = {d0, d1, dhn_t};
             for (size_t q = 0; q < G; q++)
-                STRIX_TRY(strix_gemm_ex(be, src[q], false, whh + q * H * H, false, dh, B, H, H,
-                                        1.0f));
+                STRIX_TRY(step_dh(be, &sb, src[q], q, packed, packed_item, 1.0f));
         }
     }
     STRIX_TRY(strix_copy(be, w->dh0.data + (size_t)idx * BHr, dh, BHr * sizeof(float),

@@ -49,6 +49,9 @@ struct strix_rnn_work {
     strix_tensor dx, dh0, dc0;   /* dx (B, T, I) with batch_first; dh0, dc0 as h_n, c_n */
     strix_tensor dh, dc;         /* (B, Hr), (B, H) running gradients of the backward */
     strix_tensor du;             /* (B, H) projections: the gradient (relevance) of u_t */
+    strix_tensor wpack;          /* W_hh of the direction being walked, packed for the steps'
+                                  * GEMMs (strix_gemm_pack_b; unused where a backend packs
+                                  * nothing) */
     int64_t B, T;                /* of the last forward; T 0 before the first */
     int io_inputs;               /* float inputs of the last forward_ex (x, h0, c0) */
 };

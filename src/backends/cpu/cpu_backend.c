@@ -113,6 +113,7 @@ static const struct strix_backend_i cpu_blas_vtable = {
 #include "core/primitives.def"
     .gemm_ex = cpu_blas_gemm_ex,
     .gemm_batched = cpu_blas_gemm_batched,
+    .gemm_pack_b = cpu_blas_gemm_pack_b,
 };
 #if defined(__clang__)
 #pragma clang diagnostic pop

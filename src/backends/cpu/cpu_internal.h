@@ -107,6 +107,8 @@ void cpu_gemm_pack_a(const float *a, size_t lda, bool ta, size_t m, size_t k, fl
 strix_status cpu_blas_gemm_ex(strix_backend *be, const float *a, bool ta, const float *b, bool tb,
                               float *out, size_t m, size_t k, size_t n, float beta);
 strix_status cpu_blas_gemm_batched(strix_backend *be, const strix_gemm_batch *g);
+strix_status cpu_blas_gemm_pack_b(strix_backend *be, const strix_gemm_batch *g, float *packed,
+                                  size_t *floats);
 #endif
 
 #endif

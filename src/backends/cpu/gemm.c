@@ -22,6 +22,9 @@
  * with three extras that keep the bits: a "chain" that continues the sums already in C (the
  * k-concatenation of several products), an A packed once for many GEMMs, and operands whose
  * stored rows a cpu_gemm_source produces while packing (conv patches, never stored whole).
+ * gemm_batched can also read B packed once for many calls (cpu_gemm_pack_b: strix_gemm_pack_b,
+ * a recurrent layer's W_hh over its steps): the same values as per-call packing, so the same bits
+ * (the "cpu" backend only: cpu-blas packs nothing, gemm_blas.c).
  * Workspaces live in the backend context (no allocation once sizes are known), so one host
  * thread at a time may use a backend. Not here: the BLAS path (gemm_blas.c).
  */
@@ -68,6 +71,8 @@ typedef struct gemm_problem {
     size_t row_base, col_base; /* where this part starts in the whole item (for `skip`) */
     bool chain; /* C holds a running sum: continue it (alpha 1, beta 0 otherwise) */
     const float *packed_a; /* A already packed whole (cpu_gemm_pack_a), or NULL */
+    const float *packed_b; /* B already packed whole (cpu_gemm_pack_b: NR-wide panels of all k,
+                            * the first at this part's first column), or NULL */
 } gemm_problem;
 
 static size_t round_up(size_t x, size_t to) { return (x + to - 1) / to * to; }
@@ -423,7 +428,7 @@ static void gemm_single(const gemm_problem *pr, cpu_gemm_workspace *ws) {
         size_t cols = min_size(GEMM_NC, n - col0);
         size_t cols_padded = round_up(cols, GEMM_NR);
         /* B for every k-slice of this column block; slice p0 starts at p0·cols_padded. */
-        for (size_t p0 = 0; p0 < k; p0 += GEMM_KC) {
+        for (size_t p0 = 0; p0 < k && !pr->packed_b; p0 += GEMM_KC) {
             size_t kc = min_size(GEMM_KC, k - p0);
             pack_b(&pr->b, p0, kc, col0, cols, ws->pack_b + p0 * cols_padded, ws->gen);
         }
@@ -440,7 +445,9 @@ static void gemm_single(const gemm_problem *pr, cpu_gemm_workspace *ws) {
                     pack_a(&pr->a, row0, rows, p0, kc, ws->pack_a, ws->gen);
                 const float *b_slice = ws->pack_b + p0 * cols_padded;
                 for (size_t jr = 0; jr < cols; jr += GEMM_NR) {
-                    const float *pb = b_slice + jr * kc;
+                    /* packed whole: panel (col0 + jr) / NR holds all of k, slice p0 at p0·NR */
+                    const float *pb = pr->packed_b ? pr->packed_b + (col0 + jr) * k + p0 * GEMM_NR
+                                                   : b_slice + jr * kc;
                     for (size_t ir = 0; ir < rows; ir += GEMM_MR) {
                         /* the tile's first row and k-range [from, to) of this slice */
                         size_t row = pr->row_base + row0 + ir, from = 0, to = kc;
@@ -483,6 +490,9 @@ void cpu_gemm_run(cpu_gemm_workspace *ws, const cpu_gemm_args *g) {
 
 size_t cpu_gemm_packed_a_floats(size_t m, size_t k) { return round_up(m, GEMM_MR) * k; }
 
+/* Floats of one item's B packed whole: NR-wide panels of all k (zeros past the last column). */
+static size_t packed_b_item_floats(size_t k, size_t n) { return round_up(n, GEMM_NR) * k; }
+
 void cpu_gemm_pack_a(const float *a, size_t lda, bool ta, size_t m, size_t k, float *dst) {
     gemm_operand op = {a, lda, ta, NULL};
     for (size_t row0 = 0; row0 < m; row0 += GEMM_MC) {
@@ -513,6 +523,7 @@ static gemm_problem gemm_part(const gemm_problem *pr, bool split_rows, int part,
         sub.n = end - begin;
         sub.col_base += begin;
         sub.b.data += pr->b.trans ? begin * pr->b.ld : begin;
+        if (pr->packed_b) sub.packed_b += begin * pr->k; /* begin is a multiple of NR */
         sub.c += begin;
     }
     return sub;
@@ -565,7 +576,9 @@ strix_status cpu_gemm_batched(strix_backend *be, const strix_gemm_batch *g) {
         .a = {g->a, g->lda, g->ta, NULL}, .b = {g->b, g->ldb, g->tb, NULL}, .c = g->c,
         .ldc = g->ldc,
         .m = g->m, .k = g->k, .n = g->n, .alpha = g->alpha, .beta = g->beta, .skip = g->skip,
+        .packed_b = g->packed_b,
     };
+    size_t packed_per_item = packed_b_item_floats(g->k, g->n);
     double work = (double)g->m * (double)g->k * (double)g->n * (double)g->batch;
     if (threads > 1 && g->batch >= (size_t)threads && CPU_WORTH(work / 8.0)) {
         /* Many items: one item per thread at a time, each on the single-thread kernel. */
@@ -575,6 +588,7 @@ strix_status cpu_gemm_batched(strix_backend *be, const strix_gemm_batch *g) {
             pr.a.data += item * g->stride_a;
             pr.b.data += item * g->stride_b;
             pr.c += item * g->stride_c;
+            if (pr.packed_b) pr.packed_b += item * packed_per_item;
             gemm_single(&pr, &ctx->workspaces[cpu_thread_index()]);
         }
         return STRIX_OK;
@@ -584,7 +598,27 @@ strix_status cpu_gemm_batched(strix_backend *be, const strix_gemm_batch *g) {
         pr.a.data += item * g->stride_a;
         pr.b.data += item * g->stride_b;
         pr.c += item * g->stride_c;
+        if (pr.packed_b) pr.packed_b += item * packed_per_item;
         gemm_threaded(&pr, ctx, threads);
+    }
+    return STRIX_OK;
+}
+
+/* Each item's op(B) as NR-wide panels of all k, the layout gemm_single reads through packed_b:
+ * the same values pack_b gives slice by slice, so the products keep their bits. */
+strix_status cpu_gemm_pack_b(strix_backend *be, const strix_gemm_batch *g, float *packed,
+                             size_t *floats) {
+    (void)be;
+    size_t per_item = packed_b_item_floats(g->k, g->n);
+    *floats = per_item * g->batch;
+    if (!packed || per_item == 0) return STRIX_OK;
+    size_t panels = (g->n + GEMM_NR - 1) / GEMM_NR, total = panels * g->batch;
+    CPU_PARALLEL_FOR_IF(CPU_WORTH(per_item * g->batch))
+    for (size_t job = 0; job < total; job++) {
+        size_t item = job / panels, col0 = job % panels * GEMM_NR;
+        gemm_operand op = {g->b + item * g->stride_b, g->ldb, g->tb, NULL};
+        pack_b(&op, 0, g->k, col0, min_size(GEMM_NR, g->n - col0),
+               packed + item * per_item + col0 * g->k, NULL);
     }
     return STRIX_OK;
 }

@@ -124,6 +124,16 @@ strix_status cpu_blas_gemm_batched(strix_backend *be, const strix_gemm_batch *g)
     return STRIX_OK;
 }
 
+/* Packs nothing (0 floats), so strix_rnn keeps its per-step GEMMs as they were here: the
+ * backward's on cblas_sgemm (faster at (32,256)x(256,256) than the own kernel even with B packed
+ * once), and gemm_batched ignores packed_b. */
+strix_status cpu_blas_gemm_pack_b(strix_backend *be, const strix_gemm_batch *g, float *packed,
+                                  size_t *floats) {
+    (void)be, (void)g, (void)packed;
+    *floats = 0;
+    return STRIX_OK;
+}
+
 #else
 typedef int strix_cpu_gemm_blas_unused; /* ISO C forbids an empty translation unit */
 #endif
