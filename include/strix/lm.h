@@ -58,7 +58,7 @@ STRIX_API strix_status strix_lm_wrap_gpt(strix_gpt *g, strix_lm **out);
 STRIX_API void strix_lm_free(strix_lm *lm);
 
 STRIX_API strix_arch strix_lm_arch(const strix_lm *lm);
-/* The configuration (a copy kept in the handle, current with the model's). */
+/* The configuration (the model's, copied at construction; a model's config never changes). */
 STRIX_API const strix_lm_config *strix_lm_config_get(const strix_lm *lm);
 /* The model behind the handle: the GPT (NULL for another arch) or the sequence model. */
 STRIX_API strix_gpt *strix_lm_gpt(strix_lm *lm);

@@ -186,31 +186,16 @@ static void vt_set_training(strix_module *mod, bool training) {
 
 static bool vt_get_training(const strix_module *mod) { return ((const strix_rnn *)mod)->training; }
 
+/* One vtable per mode; only the type name differs. */
+#define RNN_VT(name)                                                                              \
+    {.type = (name), .forward = vt_forward, .backward = vt_backward, .destroy = vt_destroy,       \
+     .forward_ex = vt_forward_ex, .backward_ex = vt_backward_ex, .relevance = vt_relevance,       \
+     .relevance_ex = vt_relevance_ex, .state_new = vt_state_new, .state_free = vt_state_free,     \
+     .set_training = vt_set_training, .get_training = vt_get_training}
+
 static const strix_module_i rnn_vt[4] = {
-    [STRIX_RNN_TANH] = {.type = "RNN", .forward = vt_forward, .backward = vt_backward,
-                        .destroy = vt_destroy, .forward_ex = vt_forward_ex,
-                        .backward_ex = vt_backward_ex, .relevance = vt_relevance,
-                        .relevance_ex = vt_relevance_ex, .state_new = vt_state_new,
-                        .state_free = vt_state_free, .set_training = vt_set_training,
-                        .get_training = vt_get_training},
-    [STRIX_RNN_LSTM] = {.type = "LSTM", .forward = vt_forward, .backward = vt_backward,
-                        .destroy = vt_destroy, .forward_ex = vt_forward_ex,
-                        .backward_ex = vt_backward_ex, .relevance = vt_relevance,
-                        .relevance_ex = vt_relevance_ex, .state_new = vt_state_new,
-                        .state_free = vt_state_free, .set_training = vt_set_training,
-                        .get_training = vt_get_training},
-    [STRIX_RNN_GRU] = {.type = "GRU", .forward = vt_forward, .backward = vt_backward,
-                       .destroy = vt_destroy, .forward_ex = vt_forward_ex,
-                       .backward_ex = vt_backward_ex, .relevance = vt_relevance,
-                       .relevance_ex = vt_relevance_ex, .state_new = vt_state_new,
-                       .state_free = vt_state_free, .set_training = vt_set_training,
-                       .get_training = vt_get_training},
-    [STRIX_RNN_RELU] = {.type = "RNN", .forward = vt_forward, .backward = vt_backward,
-                        .destroy = vt_destroy, .forward_ex = vt_forward_ex,
-                        .backward_ex = vt_backward_ex, .relevance = vt_relevance,
-                        .relevance_ex = vt_relevance_ex, .state_new = vt_state_new,
-                        .state_free = vt_state_free, .set_training = vt_set_training,
-                        .get_training = vt_get_training},
+    [STRIX_RNN_TANH] = RNN_VT("RNN"), [STRIX_RNN_LSTM] = RNN_VT("LSTM"),
+    [STRIX_RNN_GRU] = RNN_VT("GRU"),  [STRIX_RNN_RELU] = RNN_VT("RNN"),
 };
 
 // ---- construction ------------------------------------------------------------------------------

@@ -10,6 +10,7 @@
 struct strix_lm_generator {
     strix_lm *lm;
     strix_gpt_generator *gpt;  /* arch GPT */
+    int V;                     /* vocabulary size */
     float *logits;             /* (V) the latest prediction (sequence models) */
     void *scratch;
     int32_t pending;           /* the last sampled token, fed at the next call (-1: none) */
@@ -21,14 +22,14 @@ strix_status strix_lm_generator_new(strix_lm *lm, strix_lm_generator **out) {
     strix_lm_generator *g = calloc(1, sizeof *g);
     if (!g) return strix_error(STRIX_ERR_ALLOC, "generator: out of memory");
     g->lm = lm;
+    g->V = strix_lm_config_vocab(strix_lm_config_get(lm));
     g->pending = -1;
     strix_status s = STRIX_OK;
     if (strix_lm_gpt(lm)) {
         s = strix_gpt_generator_new(strix_lm_gpt(lm), &g->gpt);
     } else {
-        int V = strix_lm_config_vocab(strix_lm_config_get(lm));
-        g->logits = malloc((size_t)V * sizeof(float));
-        g->scratch = malloc(strix_sample_scratch_size(V));
+        g->logits = malloc((size_t)g->V * sizeof(float));
+        g->scratch = malloc(strix_sample_scratch_size(g->V));
         if (!g->logits || !g->scratch) s = strix_error(STRIX_ERR_ALLOC, "generator: out of memory");
     }
     if (s != STRIX_OK) {
@@ -56,11 +57,10 @@ strix_status strix_lm_generator_prime(strix_lm_generator *gen, const int32_t *pr
     gen->primed = false;
     gen->pending = -1;
     if (n == 0) return strix_error(STRIX_ERR_ARG, "generator: the prompt is empty");
-    int V = strix_lm_config_vocab(strix_lm_config_get(gen->lm));
     for (size_t i = 0; i < n; i++)
-        if (prompt[i] < 0 || prompt[i] >= V)
+        if (prompt[i] < 0 || prompt[i] >= gen->V)
             return strix_error(STRIX_ERR_ARG, "generator: prompt id %d at %zu outside [0, %d)",
-                               prompt[i], i, V);
+                               prompt[i], i, gen->V);
     STRIX_TRY(strix_lm_decode_reset(gen->lm));
     for (size_t i = 0; i < n; i++) STRIX_TRY(strix_lm_decode_step(gen->lm, prompt[i], gen->logits));
     gen->primed = true;
@@ -79,8 +79,7 @@ strix_status strix_lm_generator_next(strix_lm_generator *gen, const strix_sample
         }
         gen->pending = -1;
     }
-    int V = strix_lm_config_vocab(strix_lm_config_get(gen->lm));
-    STRIX_TRY(strix_sample_logits(gen->logits, V, c, rng, gen->scratch, token));
+    STRIX_TRY(strix_sample_logits(gen->logits, gen->V, c, rng, gen->scratch, token));
     gen->pending = *token;
     return STRIX_OK;
 }

@@ -149,11 +149,7 @@ void strix_lm_free(strix_lm *lm) {
 
 strix_arch strix_lm_arch(const strix_lm *lm) { return lm->cfg.arch; }
 
-const strix_lm_config *strix_lm_config_get(const strix_lm *lm) {
-    /* the GPT's dropout may change after construction (a fine-tune's own) */
-    if (lm->gpt) ((strix_lm *)lm)->cfg.gpt = *strix_gpt_config_of(lm->gpt);
-    return &lm->cfg;
-}
+const strix_lm_config *strix_lm_config_get(const strix_lm *lm) { return &lm->cfg; }
 
 strix_gpt *strix_lm_gpt(strix_lm *lm) { return lm->gpt; }
 strix_seqlm *strix_lm_seqlm(strix_lm *lm) { return lm->seq; }
