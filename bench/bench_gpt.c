@@ -21,6 +21,7 @@
 #include "strix/gpt.h"
 #include "strix/gpt_train.h"
 #include "strix/train.h"
+#include "core/backend_impl.h" /* strix_gpu_memory_stats: launches per step */
 
 #include "bench_util.h"
 
@@ -71,6 +72,8 @@ int main(int argc, char **argv) {
     strix_backend_options bopt = {0}; /* the library reads no environment: the bench does */
     const char *gemm = getenv("STRIX_CUDA_GEMM");
     if (gemm && strcmp(gemm, "own") == 0) bopt.gpu_gemm = STRIX_GPU_GEMM_OWN;
+    const char *reduce = getenv("STRIX_CUDA_REDUCE");
+    bopt.gpu_exact_reductions = reduce && strcmp(reduce, "exact") == 0;
     if (strix_backend_init_ex(backend, &bopt, &be) != STRIX_OK) return die("backend");
     if (strix_gpt_new(be, &cfg, &gpt) != STRIX_OK) return die("gpt");
     if (strix_gpt_init_weights(gpt, 1337) != STRIX_OK) return die("init");
@@ -89,7 +92,9 @@ int main(int argc, char **argv) {
 
     double *times = malloc(sizeof(double) * (size_t)steps);
     float loss = 0.0f;
+    strix_gpu_memstats gpu_before = {0}, gpu_after = {0};
     for (int step = 0; step < warmup + steps; step++) {
+        if (step == warmup) strix_gpu_memory_stats(be, &gpu_before);
         double t0 = bench_now_s();
         strix_train_step_result r;
         if (strix_train_step(&run, &model, opt, NULL, step, &r) || strix_sync(be))
@@ -105,9 +110,13 @@ int main(int argc, char **argv) {
     double ms = 1e3 * bench_median(times, steps);
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
-    printf("strix %s threads %d ms/step %.1f tok/s %.0f maxrss_mb %.0f loss %.4f\n", backend,
+    char launches[48] = "";
+    if (strix_gpu_memory_stats(be, &gpu_after))
+        snprintf(launches, sizeof launches, " launches/step %.0f",
+                 (double)(gpu_after.launches - gpu_before.launches) / steps);
+    printf("strix %s threads %d ms/step %.1f tok/s %.0f maxrss_mb %.0f loss %.4f%s\n", backend,
            strix_get_num_threads(), ms, (double)B * T / (ms / 1e3), (double)ru.ru_maxrss / 1024.0,
-           loss);
+           loss, launches);
     free(times);
     strix_optimizer_free(opt);
     strix_gpt_train_model_free(&model);

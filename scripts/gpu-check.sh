@@ -1,15 +1,19 @@
 #!/usr/bin/env bash
 # gpu-check.sh - the checks that need an NVIDIA GPU, in one go (about 5 minutes on one H200):
 #   1. builds strix with the CUDA backend in build-gpu/ (-DSTRIX_CUDA=ON, HIP off);
-#   2. runs the GPU-labelled tests (ctest -L gpu: test_gpu) and test_ops, test_gpt, test_nn,
-#      whose tables include the "cuda" column (tests/testlib.h);
+#   2. runs the GPU-labelled tests (ctest -L gpu: test_gpu) and test_ops and test_gemm, whose
+#      tables include the "cuda" column (tests/testlib.h); then the strix command on the GPU
+#      (train a small GPT, resume it on the CPU, sample, explain);
 #   3. benchmarks a training step of the nanoGPT Shakespeare config (6 layers, 6 heads, d_model
 #      384, block 256, batch 64) with bench_gpt on the cuda backend (cuBLAS, then our own tiled
-#      SGEMM), beside PyTorch eager on the same GPU when python3 has torch with CUDA;
+#      SGEMM; with kernel launches per step), beside PyTorch eager on the same GPU when python3
+#      has torch with CUDA; and the step's GEMM shapes through strix beside torch.mm alone
+#      (bench_gpu_gemm, bench/torch_gpu_gemm.py);
 #   4. prints a short summary. Exit status 0 only when every test passed (a skipped test, e.g. no
 #      device, is reported as skipped and fails the check).
 # Run from anywhere: bash scripts/gpu-check.sh. Env: BUILD_DIR (build-gpu), JOBS (nproc), PYTHON
-# (python3), BENCH_STEPS (20).
+# (python3), BENCH_STEPS (20), CMAKE_ARGS (more configure flags, e.g.
+# -DCMAKE_CUDA_ARCHITECTURES=90 -DSTRIX_BLAS=OFF).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 BUILD_DIR=${BUILD_DIR:-build-gpu}
@@ -28,10 +32,11 @@ seconds() { date +%s; }
 
 # ---- 1. build ----------------------------------------------------------------------------------
 t0=$(seconds)
+# shellcheck disable=SC2086 # CMAKE_ARGS is a list of flags
 if cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release -DSTRIX_CUDA=ON -DSTRIX_HIP=OFF \
-        >"$LOG_DIR/configure.log" 2>&1 &&
-   cmake --build "$BUILD_DIR" -j "$JOBS" --target strix test_gpu test_ops test_gpt test_nn \
-        bench_gpt >"$LOG_DIR/build.log" 2>&1; then
+        ${CMAKE_ARGS:-} >"$LOG_DIR/configure.log" 2>&1 &&
+   cmake --build "$BUILD_DIR" -j "$JOBS" --target strix_cli test_gpu test_ops test_gemm \
+        bench_gpt bench_gpu_gemm >"$LOG_DIR/build.log" 2>&1; then
     note "build (CUDA)" "ok, $(( $(seconds) - t0 )) s"
 else
     note "build (CUDA)" "FAILED (see $LOG_DIR/configure.log, build.log)"
@@ -62,13 +67,24 @@ run_test() { # key, label, timeout, command...
     fi
 }
 run_test ctest_gpu "ctest -L gpu" 300 bash -c "cd '$BUILD_DIR' && ctest -L gpu -V"
-for t in test_ops test_gpt test_nn; do
+for t in test_ops test_gemm; do
     run_test "$t" "$t (cpu + cuda)" 300 "./$BUILD_DIR/tests/$t"
     if grep -q "SKIP backend cuda" "$LOG_DIR/$t.log"; then
         note "" "(the cuda column of $t was skipped)"
         failed=1
     fi
 done
+# The command end to end on the GPU: train, resume that checkpoint on the CPU, sample, explain.
+run_test cli_cuda "strix train/sample/explain" 300 bash -c "
+    set -ex; S=./$BUILD_DIR/strix; D=\$(mktemp -d); C=../shared/data/tinyshakespeare.txt
+    \$S train --device cuda --data \$C --out \$D/m.safetensors --steps 60 --eval-every 30 \
+        --layers 2 --d-model 64 --heads 2 --block 32 --log-every 20 --stop-after 30
+    \$S train --resume \$D/m.safetensors --device cpu
+    \$S sample --model \$D/m.safetensors --device cuda --tokens 80 --seed 1
+    \$S sample --model \$D/m.safetensors --device cpu --tokens 80 --seed 1
+    \$S explain --model \$D/m.safetensors --device cuda --prompt 'ROMEO: I lo' --top 3
+    \$S explain --model \$D/m.safetensors --device cpu --prompt 'ROMEO: I lo' --top 3"
+
 grep -h "step 10 \|device allocations" "$LOG_DIR/ctest_gpu.log" | sed 's/^[0-9]*: //; s/^/  /' \
     >"$LOG_DIR/gpt.txt"
 
@@ -83,6 +99,8 @@ bench() { # label, env..., -- args
 }
 bench "bench strix cuda (cuBLAS)" "./$BUILD_DIR/bench_gpt" --device cuda "${NANO[@]}" \
     --steps "$BENCH_STEPS" --warmup-steps 3
+bench "bench strix cuda (exact reductions)" STRIX_CUDA_REDUCE=exact "./$BUILD_DIR/bench_gpt" --device cuda \
+    "${NANO[@]}" --steps 5 --warmup-steps 1
 bench "bench strix cuda (own GEMM)" STRIX_CUDA_GEMM=own "./$BUILD_DIR/bench_gpt" --device cuda \
     "${NANO[@]}" --steps 5 --warmup-steps 1
 if "$PYTHON" -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)" \
@@ -133,11 +151,21 @@ else
     note "bench torch eager cuda" "not run ($PYTHON has no torch with CUDA)"
 fi
 
+"./$BUILD_DIR/bench_gpu_gemm" --device cuda >"$LOG_DIR/gemm_strix.txt" 2>"$LOG_DIR/gemm.err"
+if [ -s "$LOG_DIR/gemm_strix.txt" ] &&
+   timeout 240 "$PYTHON" bench/torch_gpu_gemm.py "$LOG_DIR/gemm_strix.txt" \
+        >"$LOG_DIR/gemm.txt" 2>>"$LOG_DIR/gemm.err"; then
+    note "GEMM strix vs torch.mm" "table below ($LOG_DIR/gemm.txt)"
+else
+    note "GEMM strix vs torch.mm" "FAILED ($(tail -1 "$LOG_DIR/gemm.err"))"
+fi
+
 # ---- 4. summary --------------------------------------------------------------------------------
 gpu=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1)
 printf '\ngpu-check summary (%s; nanoGPT Shakespeare config B 64, T 256, 6x384)\n' \
     "${gpu:-no nvidia-smi}"
 printf '%s\n' "${SUMMARY[@]}"
+[ -s "$LOG_DIR/gemm.txt" ] && cat "$LOG_DIR/gemm.txt"
 if [ -s "$LOG_DIR/gpt.txt" ]; then
     echo "  GPT on GPU vs CPU (test_gpu):"
     cat "$LOG_DIR/gpt.txt"

@@ -471,14 +471,25 @@ static void test_reductions(void **state) {
         OK(strix_sum_squares(be, b, n, &squares));
         assert_true(isfinite(squares));
         assert_true(fabs(squares / (1000.0 * (double)1e20f * (double)1e20f) - 1.0) < 1e-12);
-        for (size_t len = 0; len <= n; len += 45) { /* the documented 32-lane order, bit for bit */
-            double lanes[32] = {0.0};
-            for (size_t i = 0; i < len; i++) lanes[i % 32] += (double)host[i] * (double)host[i];
-            for (size_t half = 16; half > 0; half /= 2)
-                for (size_t l = 0; l < half; l++) lanes[l] += lanes[l + half];
-            OK(strix_sum_squares(be, x, len, &squares));
-            assert_true(squares == lanes[0]);
+        /* The documented 32-lane order, bit for bit on the CPU and on a GPU's exact twin; a
+         * GPU's default block tree gives it to double rounding. */
+        strix_backend *twin = op_exact_twin(bi_);
+        FOR_BACKEND_AND_TWIN(on, be, twin) {
+            bool bits = strix_backend_device(on) == STRIX_DEVICE_CPU || on == twin;
+            float *xs = up(on, host, n);
+            for (size_t len = 0; len <= n; len += 45) {
+                double lanes[32] = {0.0};
+                for (size_t i = 0; i < len; i++)
+                    lanes[i % 32] += (double)host[i] * (double)host[i];
+                for (size_t half = 16; half > 0; half /= 2)
+                    for (size_t l = 0; l < half; l++) lanes[l] += lanes[l + half];
+                OK(strix_sum_squares(on, xs, len, &squares));
+                assert_true(bits ? squares == lanes[0]
+                                 : fabs(squares - lanes[0]) <= 1e-14 * lanes[0]);
+            }
+            strix_free(on, xs);
         }
+        strix_backend_free(twin);
         OK(strix_sum(be, x, 0, &sum));
         assert_true(sum == 0.0f);
         strix_free(be, x), strix_free(be, y), strix_free(be, b);
@@ -676,7 +687,14 @@ static void test_gemm_pack_b(void **state) {
                     OK(strix_gemm_batched(be, &g1));
                     down(be, got, dc, nc);
                     strix_free(be, dc);
-                    assert_true(tl_check_bits(label, got + 2 * sc, want + 2 * sc, sc));
+                    /* cuBLAS/hipBLAS choose another kernel for one item than for a batch (seen
+                     * on an H200): to rounding there; the own kernels give the same bits. */
+                    const char *bn = strix_backend_name(be);
+                    if (strcmp(bn, "cuda") == 0 || strcmp(bn, "hip") == 0)
+                        assert_true(tl_check_close(label, got + 2 * sc, want + 2 * sc, sc,
+                                                   ATOL, RTOL));
+                    else
+                        assert_true(tl_check_bits(label, got + 2 * sc, want + 2 * sc, sc));
                     cpu_set_parallel_min_work(previous);
                 }
                 strix_set_num_threads(0);

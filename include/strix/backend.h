@@ -42,13 +42,20 @@ typedef enum strix_gpu_gemm {
 
 /* Options of strix_backend_init_ex. A zero-initialised struct (or NULL) gives the defaults, which
  * are strix_backend_init's. The library reads no environment variable; the strix command maps
- * STRIX_CUDA_GEMM=own, STRIX_CUDA_TF32=1 and STRIX_PLUGIN_DIR onto these fields. */
+ * STRIX_CUDA_GEMM=own, STRIX_CUDA_TF32=1, STRIX_CUDA_REDUCE=exact and STRIX_PLUGIN_DIR onto
+ * these fields. */
 typedef struct strix_backend_options {
     strix_gpu_gemm gpu_gemm; /* GPU backends' GEMM engine (CPU backends ignore it) */
     bool tf32;               /* cuda: let cuBLAS use TF32 tensor cores (default: FP32 math) */
     const char *plugin_dir;  /* a folder searched first for the GPU plugins libstrix-cuda.so and
                                 libstrix-hip.so (NULL: the default search, registry.c); only the
                                 first load of a plugin looks at it */
+    bool gpu_exact_reductions; /* GPU backends: the reductions (softmax, logsumexp, LayerNorm,
+                                  RMSNorm, causal attention softmax, cross-entropy, column sums,
+                                  sum of squares, BatchNorm) in the CPU's order, one thread per
+                                  row or column: the CPU's bits, slow. Default (false): blocks
+                                  with fixed-tree sums, deterministic, the CPU's results to
+                                  rounding (docs/BACKENDS.md) */
 } strix_backend_options;
 
 /* strix_backend_init with options (NULL = defaults). The same names and statuses, plus
@@ -174,7 +181,7 @@ STRIX_API strix_status strix_axpby(strix_backend *be, float alpha, const float *
 STRIX_API strix_status strix_clamp(strix_backend *be, const float *in, float lo, float hi,
                                    float *out, size_t n);
 /* out[j] = beta·out[j] + Σ_i in[i][j], i ascending from 0.0f; (rows, cols); beta == 0 never reads
- * out; no alias. */
+ * out; no alias. GPU backends sum in a fixed tree of row runs unless gpu_exact_reductions. */
 STRIX_API strix_status strix_column_sums(strix_backend *be, const float *in, float *out,
                                          size_t rows, size_t cols, float beta);
 /* out[i][j] = in[i][j] + row[j] over (rows, cols); out may alias in. */
@@ -196,7 +203,7 @@ STRIX_API strix_status strix_dot(strix_backend *be, const float *a, const float 
 /* strix: Σ in[i]², accumulated in double (gradient-norm clipping, docs/SEMANTICS.md), in a
  * fixed order that depends on n only: 32 lane sums, lane l over i ≡ l (mod 32) ascending from
  * 0.0, then folded in halves (lane l += lane l + 16 for l < 16, then + 8, + 4, + 2, + 1); lane 0
- * is the result. */
+ * is the result. GPU backends sum over a fixed grid unless gpu_exact_reductions (to rounding). */
 STRIX_API strix_status strix_sum_squares(strix_backend *be, const float *in, size_t n,
                                          double *out);
 
@@ -221,6 +228,9 @@ STRIX_API strix_status strix_bce_with_logits_grad(strix_backend *be, const float
                                                   float scale);
 
 // ---- rows: softmax, norms -----------------------------------------------------------------------
+// The sums of a row run over its columns ascending from 0.0f on the CPU; GPU backends keep that
+// order only with gpu_exact_reductions, and by default add a block's partials in a fixed tree
+// (to rounding, docs/BACKENDS.md).
 
 /* Row softmax of (rows, cols): subtract the row max, exponentiate, divide by the ascending sum.
  * An all -inf row gives all zeros (docs/SEMANTICS.md). out may alias in. */

@@ -109,9 +109,10 @@ strix_status strix_hip_backend_create(int device, bool hip, const strix_backend_
 
 /* What a GPU backend's caching allocator holds: bytes taken from the device (reserved), bytes
  * handed out (in_use), device allocations made so far (device_mallocs; it stops growing once a
- * training step has run). */
+ * training step has run); and the kernel launches queued so far (launches: each own kernel and
+ * each cuBLAS/hipBLAS call counts one). */
 typedef struct strix_gpu_memstats {
-    size_t reserved_bytes, in_use_bytes, device_mallocs;
+    size_t reserved_bytes, in_use_bytes, device_mallocs, launches;
 } strix_gpu_memstats;
 void strix_cuda_memory_stats(const strix_backend *be, strix_gpu_memstats *out);
 void strix_hip_memory_stats(const strix_backend *be, strix_gpu_memstats *out);

@@ -70,13 +70,18 @@ extern "C" strix_status strix_emu_backend_create(int device, bool hip,
                                                  const strix_backend_options *opt,
                                                  strix_backend **out);
 
-/* strix_backend_init with "hip" opening the emulated backend (test_ops is compiled with
- * -Dstrix_backend_init=emu_backend_init). */
-extern "C" strix_status emu_backend_init(const char *name, strix_backend **out) {
+/* strix_backend_init(_ex) with "hip" opening the emulated backend (test_ops is compiled with
+ * -Dstrix_backend_init=emu_backend_init -Dstrix_backend_init_ex=emu_backend_init_ex). */
+extern "C" strix_status emu_backend_init_ex(const char *name, const strix_backend_options *opt,
+                                            strix_backend **out) {
     if (name && strcmp(name, "hip") == 0) {
-        strix_status s = strix_emu_backend_create(0, true, NULL, out);
+        strix_status s = strix_emu_backend_create(0, true, opt, out);
         if (s == STRIX_OK) (*out)->name = "hip-emu";
         return s;
     }
-    return strix_backend_init(name, out);
+    return strix_backend_init_ex(name, opt, out);
+}
+
+extern "C" strix_status emu_backend_init(const char *name, strix_backend **out) {
+    return emu_backend_init_ex(name, NULL, out);
 }

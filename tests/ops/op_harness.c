@@ -136,9 +136,59 @@ void op_backend_close(strix_backend *be) {
 
 // ---- the golden harness ------------------------------------------------------------------------
 
-/* Runs one case on one backend twice (1 thread; 2 threads with every loop forced parallel),
- * checks the second run against the golden and the two runs against each other bit for bit. */
-static bool check_case(const op_case *c, strix_backend *be, const tl_golden *g) {
+strix_backend *op_exact_twin(size_t index) {
+    strix_backend *be = tl_backend_open(tl_backend_names[index]);
+    bool gpu = be && strix_backend_device(be) != STRIX_DEVICE_CPU;
+    strix_backend_free(be);
+    if (!gpu) return NULL;
+    strix_backend_options opt = {.gpu_exact_reductions = true};
+    be = NULL;
+    OK(strix_backend_init_ex(tl_backend_names[index], &opt, &be));
+    return be;
+}
+
+bool op_check_order(const char *label, const float *got, const float *want, size_t n, bool bits) {
+    return bits ? tl_check_bits(label, got, want, n) : tl_check_close(label, got, want, n, 1e-5,
+                                                                      1e-5);
+}
+
+/* Atol and rtol between a GPU backend's block reductions and its exact ones (init option
+ * gpu_exact_reductions: the CPU's order): the same sums in another order. */
+#define FAST_VS_EXACT_TOL 1e-5
+
+/* The outputs of case c on GPU backend `name` opened with gpu_exact_reductions (the reference of
+ * the block reductions): each within FAST_VS_EXACT_TOL of `fast`, exact outputs bit for bit. */
+static bool matches_exact_reductions(const op_case *c, const char *name, const op_run *fast,
+                               const tl_golden *g) {
+    strix_backend *exact_be = NULL;
+    strix_backend_options opt = {.gpu_exact_reductions = true};
+    if (strix_backend_init_ex(name, &opt, &exact_be) != STRIX_OK) {
+        fprintf(stderr, "%s with gpu_exact_reductions: %s\n", name, strix_last_error());
+        return false;
+    }
+    op_run exact = {.be = exact_be, .g = g};
+    c->run(&exact);
+    bool ok = exact.count == fast->count;
+    for (int i = 0; ok && i < exact.count; i++) {
+        const op_output *o = &fast->out[i];
+        char label[200];
+        snprintf(label, sizeof label, "%s/%s/%s (block vs exact reductions)", c->golden, name,
+                 o->label);
+        ok = o->exact ? tl_check_bits(label, o->host, exact.out[i].host, o->count)
+                      : tl_check_close(label, o->host, exact.out[i].host, o->count,
+                                       FAST_VS_EXACT_TOL, FAST_VS_EXACT_TOL);
+    }
+    run_release(&exact);
+    strix_backend_free(exact_be);
+    return ok;
+}
+
+/* Runs one case on backend `name` (opened as be) twice (1 thread; 2 threads with every loop
+ * forced parallel), checks the second run against the golden and the two runs against each other
+ * bit for bit; on a GPU backend, also against its exact-reductions twin (matches_exact_reductions).
+ */
+static bool check_case(const op_case *c, const char *name, strix_backend *be,
+                       const tl_golden *g) {
     op_run serial = {.be = be, .g = g}, parallel = {.be = be, .g = g};
     strix_set_num_threads(1);
     c->run(&serial);
@@ -163,6 +213,8 @@ static bool check_case(const op_case *c, strix_backend *be, const tl_golden *g) 
         good = good && tl_check_bits(threads_label, serial.out[i].host, o->host, o->count);
         ok = ok && good;
     }
+    if (ok && strix_backend_device(be) != STRIX_DEVICE_CPU)
+        ok = matches_exact_reductions(c, name, &parallel, g);
     run_release(&serial);
     run_release(&parallel);
     return ok;
@@ -179,7 +231,7 @@ int run_op_cases(const op_case *cases, size_t count) {
         for (size_t bi = 0; bi < TL_BACKEND_COUNT; bi++) {
             strix_backend *be = op_backend_open(bi);
             if (!be) continue;
-            bool ok = check_case(c, be, &g);
+            bool ok = check_case(c, tl_backend_names[bi], be, &g);
             printf("  %-26s %-9s %s\n", c->golden, tl_backend_names[bi], ok ? "ok" : "FAIL");
             failures += !ok;
             op_backend_close(be);

@@ -7,7 +7,9 @@
  * result to collect()/collect_i32() under the name of the golden array it must match. The
  * harness runs every case on every backend of tl_backend_names[] twice - 1 thread, then 2 threads
  * with every CPU loop forced through OpenMP - and requires the golden match and bit-identical
- * runs. Goldens: tests/golden/ops/<case>.bin, written by tools/ref/ops*_ref.py.
+ * runs; on a GPU backend it also runs the case with the init option gpu_exact_reductions and
+ * holds the block reductions to those exact kernels (1e-5). Goldens: tests/golden/ops/<case>.bin,
+ * written by tools/ref/ops*_ref.py.
  * A case file exports its table and its extra cmocka tests (edge cases, finite differences):
  *   const op_case ops_<group>_cases[];  const size_t ops_<group>_case_count;
  *   const struct CMUnitTest ops_<group>_tests[];  const size_t ops_<group>_test_count;
@@ -99,6 +101,16 @@ extern const char *op_backend_opened[TL_BACKEND_COUNT];
     for (size_t bi_ = 0; bi_ < TL_BACKEND_COUNT; bi_++)                                        \
         for (strix_backend *be = op_backend_open(bi_), *once_ = be; once_;                     \
              op_backend_close(be), once_ = NULL)
+
+/* GPU backend tl_backend_names[index] opened with the init option gpu_exact_reductions (the CPU's
+ * summation orders), or NULL for a CPU backend; free with strix_backend_free. */
+strix_backend *op_exact_twin(size_t index);
+/* Runs the body with `be` bound to `first`, then to `twin` when it is not NULL. */
+#define FOR_BACKEND_AND_TWIN(be, first, twin)                                                  \
+    for (strix_backend *be = (first); be; be = be == (first) ? (twin) : NULL)
+/* A documented summation order's result: bit for bit where `bits` (a CPU backend, an exact
+ * twin), else within 1e-5 abs + 1e-5 rel (a GPU's block reductions). */
+bool op_check_order(const char *label, const float *got, const float *want, size_t n, bool bits);
 
 /* Host <-> backend copies of n floats (up allocates). */
 float *up(strix_backend *be, const float *host, size_t n);

@@ -34,6 +34,8 @@ strix_status tool_backend_init(const char *name, strix_backend **out) {
     if (gemm && strcmp(gemm, "blas") == 0) opt.gpu_gemm = STRIX_GPU_GEMM_BLAS;
     const char *tf32 = getenv("STRIX_CUDA_TF32");
     opt.tf32 = tf32 && strcmp(tf32, "1") == 0;
+    const char *reduce = getenv("STRIX_CUDA_REDUCE");
+    opt.gpu_exact_reductions = reduce && strcmp(reduce, "exact") == 0;
     opt.plugin_dir = getenv("STRIX_PLUGIN_DIR");
     return strix_backend_init_ex(name, &opt, out);
 }

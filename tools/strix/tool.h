@@ -60,7 +60,8 @@ double tool_training_bytes(const strix_lm_config *c, int batch);
 int tool_check_memory(const char *cmd, const strix_lm_config *c, int batch);
 
 /* strix_backend_init_ex with the backend options the environment asks for: STRIX_CUDA_GEMM=own
- * (the GPU backends' own SGEMM; =blas the vendor BLAS), STRIX_CUDA_TF32=1 (TF32 in cuBLAS) and
+ * (the GPU backends' own SGEMM; =blas the vendor BLAS), STRIX_CUDA_TF32=1 (TF32 in cuBLAS),
+ * STRIX_CUDA_REDUCE=exact (the GPU reductions in the CPU's order, the CPU's bits) and
  * STRIX_PLUGIN_DIR (a folder searched first for the GPU plugins). The library itself reads no
  * environment; this is where the command does. Statuses of strix_backend_init_ex. */
 strix_status tool_backend_init(const char *name, strix_backend **out);

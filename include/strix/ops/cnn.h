@@ -113,7 +113,9 @@ STRIX_API strix_status strix_avg_pool_backward(strix_backend *be, const float *g
  * the channel's rows, examples ascending; GroupNorm: the group's channel rows, ascending); value
  * s of a row goes to lane s mod 16 (16 float lanes from 0.0f), then the lanes are folded
  * pairwise (half = 8, 4, 2, 1: lane[l] += lane[l + half]). Means divide by the count in float.
- * xhat or out may alias in; grad_in may alias grad_out. NULL gamma/beta act as 1/0. */
+ * GPU backends keep this order only with gpu_exact_reductions; by default they sum in a fixed
+ * block tree (to rounding, docs/BACKENDS.md). xhat or out may alias in; grad_in may alias
+ * grad_out. NULL gamma/beta act as 1/0. */
 
 /* BatchNorm training forward over (n, c, spatial) (Ioffe & Szegedy 2015; PyTorch BatchNorm2d):
  * per channel over M = n·spatial values, two-pass mean then biased variance Σ(x − mean)²/M (the

@@ -40,6 +40,7 @@ struct cuda_context {
     cublasHandle_t blas;
 #endif
     bool own_gemm;
+    bool exact_reductions;
     cuda_block *free_list[CUDA_CLASSES];
     cuda_block **live; /* hash table of handed-out blocks, chained, keyed by ptr */
     size_t live_buckets, live_count;
@@ -60,7 +61,7 @@ strix_status cuda_check(cudaError_t err, const char *call) {
 }
 
 strix_status cuda_launched(const strix_backend *be, const char *what) {
-    (void)be;
+    ctx_of(be)->stats.launches++;
     cudaError_t err = cudaGetLastError();
     if (err == cudaSuccess) return STRIX_OK;
     return strix_error(STRIX_ERR_DEVICE, STRIX_GPU_VENDOR " kernel %s failed: %s (%s)", what,
@@ -81,6 +82,8 @@ cublasHandle_t cuda_blas(const strix_backend *be) { return ctx_of(be)->blas; }
 #endif
 
 bool cuda_own_gemm(const strix_backend *be) { return ctx_of(be)->own_gemm; }
+
+bool cuda_exact_reductions(const strix_backend *be) { return ctx_of(be)->exact_reductions; }
 
 cudaStream_t cuda_stream(const strix_backend *be) {
     cuda_context *ctx = ctx_of(be);
@@ -343,6 +346,7 @@ static strix_status context_open(cuda_context *ctx, const strix_backend_options 
     CUDA_TRY(cudaSetDevice(ctx->device));
     CUDA_TRY(cudaStreamCreateWithFlags(&ctx->stream, cudaStreamNonBlocking));
     ctx->own_gemm = !STRIX_GPU_HAVE_BLAS || opt->gpu_gemm == STRIX_GPU_GEMM_OWN;
+    ctx->exact_reductions = opt->gpu_exact_reductions;
 #if STRIX_GPU_HAVE_BLAS
     STRIX_TRY(cuda_blas_check(cublasCreate(&ctx->blas), "cublasCreate"));
     STRIX_TRY(cuda_blas_check(cublasSetStream(ctx->blas, ctx->stream), "cublasSetStream"));

@@ -35,7 +35,8 @@ typedef struct cuda_context cuda_context;
 cudaStream_t cuda_stream(const strix_backend *be);
 
 /* STRIX_OK, or STRIX_ERR_DEVICE naming `what` and the runtime's message, for the last launch
- * (cudaGetLastError). Use after every kernel launch: `return cuda_launched(be, "softmax_rows");` */
+ * (cudaGetLastError); counts the launch (strix_gpu_memstats.launches). Use after every kernel
+ * launch: `return cuda_launched(be, "softmax_rows");` */
 strix_status cuda_launched(const strix_backend *be, const char *what);
 
 /* Checks a runtime call's result: STRIX_ERR_DEVICE naming the call (STRIX_ERR_ALLOC for out of
@@ -60,6 +61,11 @@ strix_status cuda_blas_check(cublasStatus_t st, const char *call);
  * BLAS in this build (HIP without hipBLAS), or the init option gpu_gemm = STRIX_GPU_GEMM_OWN
  * (the strix command sets it for STRIX_CUDA_GEMM=own). */
 bool cuda_own_gemm(const strix_backend *be);
+
+/* True when the reductions run in the CPU's order, one thread per row or column (init option
+ * gpu_exact_reductions; the strix command sets it for STRIX_CUDA_REDUCE=exact); false for the
+ * block kernels with fixed-tree sums (block_reduce.h). */
+bool cuda_exact_reductions(const strix_backend *be);
 
 /* A device scratch buffer of at least `bytes`, owned by the backend and reused by the next call
  * that asks (one stream: kernels queued earlier finish first). Valid until the next

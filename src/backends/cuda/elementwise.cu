@@ -4,9 +4,11 @@
  * The CPU loops of src/backends/cpu/elementwise.c, one GPU thread per output lane calling the
  * same kernels/activations.h functions.
  *
- * Orders: column_sums gives each column one owner thread that adds the rows ascending from 0.0f
- * (the CPU's bits). sum_squares follows its documented 32-lane order exactly (the CPU's bits).
- * sum and dot are the CPU's single ascending pass for n <= SUM_SEQUENTIAL_MAX, and above it a
+ * Orders: by default column_sums and sum_squares sum in fixed trees of blocks (below; the order
+ * depends on the shape only, so runs are bit-identical, and the results are the CPU's to
+ * rounding). With the init option gpu_exact_reductions, column_sums gives each column one owner
+ * thread that adds the rows ascending from 0.0f, and sum_squares follows its documented 32-lane
+ * order on one block: the CPU's bits, slowly. sum and dot are the CPU's single ascending pass for n <= SUM_SEQUENTIAL_MAX, and above it a
  * fixed two-stage tree that depends on n only (docs/SEMANTICS.md: multi-block dot/sum
  * match the CPU to rounding). No atomics.
  */
@@ -117,9 +119,69 @@ static __global__ void column_sums_kernel(const float *in, float *out, size_t ro
     if (slot == 0 && j < cols) out[j] = beta == 0.0f ? sum : beta * out[j] + sum;
 }
 
+/* column_sums, block form. The rows are cut into `chunks` runs of `chunk` rows (both from the
+ * row count alone, column_sums_runs); block (x, y) sums the columns [32x, 32x + 32) over run y:
+ * thread (c, s) of its 32 x COLSUM_SLOTS adds rows s, s + COLSUM_SLOTS, ... of the run ascending
+ * from 0.0f (a warp reads 32 neighbouring floats of a row), the slots fold in halves, and
+ * partial[y][j] is written. Then one thread per column adds its partials in ascending y from
+ * 0.0f and applies beta. */
+#define COLSUM_SLOTS 8
+#define COLSUM_CHUNK_ROWS 256
+#define COLSUM_MAX_CHUNKS 1024
+
+static void column_sums_runs(size_t rows, size_t *chunks, size_t *chunk) {
+    size_t n = (rows + COLSUM_CHUNK_ROWS - 1) / COLSUM_CHUNK_ROWS;
+    *chunks = n < COLSUM_MAX_CHUNKS ? n : COLSUM_MAX_CHUNKS;
+    *chunk = *chunks ? (rows + *chunks - 1) / *chunks : 0;
+}
+
+static __global__ void column_sums_partial_kernel(const float *in, float *partial, size_t rows,
+                                                  size_t cols, size_t chunk) {
+    __shared__ float part[COLSUM_SLOTS][COLSUM_COLS];
+    unsigned c = threadIdx.x % COLSUM_COLS, s = threadIdx.x / COLSUM_COLS;
+    size_t j = (size_t)blockIdx.x * COLSUM_COLS + c;
+    size_t r0 = (size_t)blockIdx.y * chunk, r1 = r0 + chunk < rows ? r0 + chunk : rows;
+    float sum = 0.0f;
+    if (j < cols)
+        for (size_t r = r0 + s; r < r1; r += COLSUM_SLOTS) sum += in[r * cols + j];
+    part[s][c] = sum;
+    __syncthreads();
+    for (unsigned half = COLSUM_SLOTS / 2; half > 0; half /= 2) {
+        if (s < half) part[s][c] += part[s + half][c];
+        __syncthreads();
+    }
+    if (s == 0 && j < cols) partial[(size_t)blockIdx.y * cols + j] = part[0][c];
+}
+
+static __global__ void column_sums_finish_kernel(const float *partial, float *out, size_t chunks,
+                                                 size_t cols, float beta) {
+    size_t j = lane_index();
+    if (j >= cols) return;
+    float sum = 0.0f;
+    for (size_t y = 0; y < chunks; y++) sum += partial[y * cols + j];
+    out[j] = beta == 0.0f ? sum : beta * out[j] + sum;
+}
+
 strix_status cuda_column_sums(strix_backend *be, const float *in, float *out, size_t rows,
                               size_t cols, float beta) {
     if (cols == 0) return STRIX_OK;
+    if (!cuda_exact_reductions(be)) {
+        size_t chunks, chunk;
+        column_sums_runs(rows, &chunks, &chunk);
+        void *scratch = NULL;
+        STRIX_TRY(cuda_scratch(be, (chunks ? chunks : 1) * cols * sizeof(float), &scratch));
+        float *partial = (float *)scratch;
+        cudaStream_t stream = cuda_stream(be);
+        if (chunks > 0) {
+            dim3 grid((unsigned)((cols + COLSUM_COLS - 1) / COLSUM_COLS), (unsigned)chunks);
+            column_sums_partial_kernel<<<grid, COLSUM_COLS * COLSUM_SLOTS, 0, stream>>>(
+                in, partial, rows, cols, chunk);
+            STRIX_TRY(cuda_launched(be, "column_sums"));
+        }
+        column_sums_finish_kernel<<<cuda_blocks(cols), CUDA_BLOCK, 0, stream>>>(partial, out,
+                                                                                chunks, cols, beta);
+        return cuda_launched(be, "column_sums");
+    }
     size_t blocks = (cols + COLSUM_COLS - 1) / COLSUM_COLS;
     column_sums_kernel<<<(unsigned)blocks, CUDA_BLOCK, 0, cuda_stream(be)>>>(in, out, rows, cols,
                                                                              beta);
@@ -283,12 +345,49 @@ static __global__ void sum_squares_kernel(const float *in, size_t n, double *out
     if (t == 0) *out = lanes[0];
 }
 
+/* sum_squares, block form: SQUARE_BLOCKS blocks of CUDA_BLOCK threads (S threads in all, a
+ * constant, so the order depends on n only): thread g sums in[i]² for i = g, g + S, ...
+ * ascending from 0.0 in double; the block folds its sums in halves into partial[block]; then one
+ * thread adds the partials ascending from 0.0. */
+#define SQUARE_BLOCKS 512
+
+static __global__ void sum_squares_partial_kernel(const float *in, size_t n, double *partial) {
+    __shared__ double sums[CUDA_BLOCK];
+    size_t stride = (size_t)gridDim.x * blockDim.x;
+    double total = 0.0;
+    for (size_t i = lane_index(); i < n; i += stride) total += (double)in[i] * (double)in[i];
+    unsigned t = threadIdx.x;
+    sums[t] = total;
+    __syncthreads();
+    for (unsigned half = CUDA_BLOCK / 2; half > 0; half /= 2) {
+        if (t < half) sums[t] += sums[t + half];
+        __syncthreads();
+    }
+    if (t == 0) partial[blockIdx.x] = sums[0];
+}
+
+static __global__ void sum_squares_finish_kernel(double *partial) {
+    double total = 0.0;
+    for (unsigned b = 0; b < SQUARE_BLOCKS; b++) total += partial[b];
+    partial[SQUARE_BLOCKS] = total;
+}
+
 strix_status cuda_sum_squares(strix_backend *be, const float *in, size_t n, double *out) {
     if (n == 0) {
         *out = 0.0;
         return STRIX_OK;
     }
     void *scratch = NULL;
+    if (!cuda_exact_reductions(be)) {
+        STRIX_TRY(cuda_scratch(be, (SQUARE_BLOCKS + 1) * sizeof(double), &scratch));
+        double *partial = (double *)scratch;
+        cudaStream_t stream = cuda_stream(be);
+        sum_squares_partial_kernel<<<SQUARE_BLOCKS, CUDA_BLOCK, 0, stream>>>(in, n, partial);
+        STRIX_TRY(cuda_launched(be, "sum_squares"));
+        sum_squares_finish_kernel<<<1, 1, 0, stream>>>(partial);
+        STRIX_TRY(cuda_launched(be, "sum_squares"));
+        return cuda_download(be, out, partial + SQUARE_BLOCKS, sizeof(double));
+    }
     STRIX_TRY(cuda_scratch(be, sizeof(double), &scratch));
     double *result = (double *)scratch;
     sum_squares_kernel<<<1, CUDA_BLOCK, 0, cuda_stream(be)>>>(in, n, result);

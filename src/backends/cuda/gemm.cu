@@ -143,15 +143,16 @@ static strix_status blas_gemm(strix_backend *be, const tg_args *g) {
     int m = (int)g->m, n = (int)g->n, k = (int)g->k;
     int lda = (int)(g->lda ? g->lda : 1), ldb = (int)(g->ldb ? g->ldb : 1);
     int ldc = (int)(g->ldc ? g->ldc : 1);
-    if (g->batch == 1)
-        return cuda_blas_check(cublasSgemm(h, op_b, op_a, n, m, k, &g->alpha, g->b, ldb, g->a,
-                                           lda, &g->beta, g->c, ldc),
-                               "cublasSgemm");
-    return cuda_blas_check(cublasSgemmStridedBatched(h, op_b, op_a, n, m, k, &g->alpha, g->b,
-                                                     ldb, (long long)g->stride_b, g->a, lda,
-                                                     (long long)g->stride_a, &g->beta, g->c, ldc,
-                                                     (long long)g->stride_c, (int)g->batch),
-                           "cublasSgemmStridedBatched");
+    cublasStatus_t st =
+        g->batch == 1
+            ? cublasSgemm(h, op_b, op_a, n, m, k, &g->alpha, g->b, ldb, g->a, lda, &g->beta, g->c,
+                          ldc)
+            : cublasSgemmStridedBatched(h, op_b, op_a, n, m, k, &g->alpha, g->b, ldb,
+                                        (long long)g->stride_b, g->a, lda, (long long)g->stride_a,
+                                        &g->beta, g->c, ldc, (long long)g->stride_c,
+                                        (int)g->batch);
+    STRIX_TRY(cuda_blas_check(st, g->batch == 1 ? "cublasSgemm" : "cublasSgemmStridedBatched"));
+    return cuda_launched(be, "gemm (vendor BLAS)");
 }
 #endif
 
