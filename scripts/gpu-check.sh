@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# gpu-check.sh - the checks that need an NVIDIA GPU, in one go (about 5 minutes on one H200):
+# gpu-check.sh - the checks that need an NVIDIA GPU, in one go (about 1 minute on one H200):
 #   1. builds strix with the CUDA backend in build-gpu/ (-DSTRIX_CUDA=ON, HIP off);
 #   2. runs the GPU-labelled tests (ctest -L gpu: test_gpu) and test_ops and test_gemm, whose
 #      tables include the "cuda" column (tests/testlib.h); then the strix command on the GPU
