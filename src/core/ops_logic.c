@@ -10,14 +10,14 @@ strix_status strix_logic_pointwise(strix_backend *be, strix_logic_op op, strix_l
                                    const float *a, const float *b, const float *g_or_r,
                                    const float *y, float *out_a, float *out_b, size_t n,
                                    float eps) {
-    STRIX_ASSERT(op >= STRIX_LOGIC_CONJ_FORWARD && op <= STRIX_LOGIC_DISJ_LRP,
+    STRIX_ASSERT(op >= STRIX_LOGIC_CONJ_FORWARD && op <= STRIX_LOGIC_IMPL_LRP,
                  "logic_pointwise: op %d", (int)op);
     STRIX_ASSERT(norm >= STRIX_LOGIC_PRODUCT && norm <= STRIX_LOGIC_GODEL,
                  "logic_pointwise: norm %d", (int)norm);
     STRIX_ASSERT(strix_logic_is_forward(op) || (g_or_r != NULL && out_b != NULL),
                  "logic_pointwise: backward/LRP need g_or_r and out_b");
     STRIX_ASSERT(!strix_logic_reads_y(op, norm) || y != NULL,
-                 "logic_pointwise: Product LRP needs y");
+                 "logic_pointwise: Product conj/disj LRP needs y");
     STRIX_DISPATCH(be, logic_pointwise, op, norm, a, b, g_or_r, y, out_a, out_b, n, eps);
 }
 

@@ -1,11 +1,12 @@
 /*
- * kernels/logic.h - the math of the fuzzy-logic primitives (include/strix/ops/logic.h): t-norms and
- * t-conorms (Product, Łukasiewicz, Gödel) with their derivatives and LRP rules, one element per
- * call, and the power-mean aggregator per element.
+ * kernels/logic.h - the math of the fuzzy-logic primitives (include/strix/ops/logic.h): t-norms,
+ * t-conorms and their residual implications (Product, Łukasiewicz, Gödel) with derivatives and
+ * LRP rules, one element per call, and the power-mean aggregator per element.
  *
  * Łukasiewicz's clamp is "inactive" (the output follows a + b) when a + b − 1 > 0 for the
- * conjunction and a + b < 1 for the disjunction, both strict; on the boundary derivative and
- * relevance are 0. Gödel ties go to a. Powers use powf (device libm: equal to rounding).
+ * conjunction, a + b < 1 for the disjunction and (1 − a) + b < 1 for the implication, all
+ * strict; on the boundary derivative and relevance are 0. Gödel ties go to a. Powers use powf
+ * (device libm: equal to rounding).
  */
 #ifndef STRIX_KERNELS_LOGIC_H
 #define STRIX_KERNELS_LOGIC_H
@@ -16,23 +17,69 @@
 
 /* Whether op is a forward pass (it reads no g_or_r and writes no out_b). */
 STRIX_HD static inline bool strix_logic_is_forward(strix_logic_op op) {
-    return op == STRIX_LOGIC_CONJ_FORWARD || op == STRIX_LOGIC_DISJ_FORWARD;
+    return op == STRIX_LOGIC_CONJ_FORWARD || op == STRIX_LOGIC_DISJ_FORWARD ||
+           op == STRIX_LOGIC_IMPL_FORWARD;
 }
 
-/* Whether op reads y (the forward output): the Product LRP only. */
+/* Whether op reads y (the forward output): the Product LRP of conj and disj only. */
 STRIX_HD static inline bool strix_logic_reads_y(strix_logic_op op, strix_logic_norm norm) {
     return (op == STRIX_LOGIC_CONJ_LRP || op == STRIX_LOGIC_DISJ_LRP) &&
            norm == STRIX_LOGIC_PRODUCT;
 }
 
+/* The implication a → b (residuum of norm), one element, pass 0 forward, 1 backward, 2 LRP;
+ * *out_b is written by backward and LRP only. */
+STRIX_HD static inline void strix_logic_impl_element(int pass, strix_logic_norm norm, float a,
+                                                     float b, float g_or_r, float eps,
+                                                     float *out_a, float *out_b) {
+    bool holds = a <= b; /* Gödel, Goguen: the output is the constant 1 */
+    float v = (1.0f - a) + b; /* Łukasiewicz before the clamp */
+    bool luk_linear = v < 1.0f; /* the clamp is inactive (then b < a, on [0, 1]) */
+    float ra = 0.0f, rb = 0.0f;
+    if (pass == 0) {
+        if (norm == STRIX_LOGIC_GODEL)
+            *out_a = holds ? 1.0f : b;
+        else if (norm == STRIX_LOGIC_PRODUCT)
+            *out_a = holds ? 1.0f : b / a;
+        else
+            *out_a = luk_linear ? v : 1.0f;
+        return;
+    }
+    if (pass == 1) {
+        float g = g_or_r;
+        if (norm == STRIX_LOGIC_GODEL) {
+            rb = holds ? 0.0f : g;
+        } else if (norm == STRIX_LOGIC_PRODUCT) {
+            ra = holds ? 0.0f : ((-b / a) / a) * g;
+            rb = holds ? 0.0f : g / a;
+        } else {
+            ra = luk_linear ? -g : 0.0f;
+            rb = luk_linear ? g : 0.0f;
+        }
+    } else if (norm == STRIX_LOGIC_LUKASIEWICZ) { /* LRP: za = −a, zb = b, bias 1 left out */
+        float den = strix_lrp_stab(b - a, eps);
+        ra = luk_linear ? (-a / den) * g_or_r : 0.0f;
+        rb = luk_linear ? (b / den) * g_or_r : 0.0f;
+    } else { /* LRP, Gödel and Goguen: all of r to the consequent */
+        rb = g_or_r;
+    }
+    *out_a = ra;
+    *out_b = rb;
+}
+
 /* One element of strix_logic_pointwise. Inputs: a, b, g_or_r (g or r), y (forward output; read
- * by the Product LRP only). Outputs *out_a and *out_b (FORWARD writes *out_a only). Every input
- * is read before anything is written. */
+ * by the Product LRP of conj and disj only). Outputs *out_a and *out_b (FORWARD writes *out_a
+ * only). Every input is read before anything is written. */
 STRIX_HD static inline void strix_logic_element(strix_logic_op op, strix_logic_norm norm, float a,
                                                 float b, float g_or_r, float y, float eps,
                                                 float *out_a, float *out_b) {
-    bool disj = op >= STRIX_LOGIC_DISJ_FORWARD;
-    int pass = (int)op % 3; /* 0 forward, 1 backward, 2 LRP (the enum's order) */
+    int kind = (int)op / 3; /* 0 conj, 1 disj, 2 impl (the enum's order) */
+    int pass = (int)op % 3; /* 0 forward, 1 backward, 2 LRP */
+    if (kind == 2) {
+        strix_logic_impl_element(pass, norm, a, b, g_or_r, eps, out_a, out_b);
+        return;
+    }
+    bool disj = kind == 1;
     float sum = a + b;
     /* Łukasiewicz: the unclamped value and whether the clamp is inactive. */
     bool luk_linear = disj ? sum < 1.0f : sum - 1.0f > 0.0f;

@@ -5,10 +5,10 @@
  * form exists).
  *
  * The extra tests check the exact edge cases (stab at z = 0 and −0, gates with zero gate
- * values, Gödel ties, the Łukasiewicz clamp on both sides and on its boundary, a −inf softmax
- * score), conservation where a rule conserves, every backward by central differences, lrp_conv
- * folded back against the autograd golden, and that the one-output kernel functions
- * (kernels/lrp.h, what a GPU lane runs) give the CPU's bits.
+ * values, Gödel ties, the Łukasiewicz clamp on both sides and on its boundary, the implications
+ * at a == b, a −inf softmax score), conservation where a rule conserves, every backward by
+ * central differences, lrp_conv folded back against the autograd golden, and that the one-output
+ * kernel functions (kernels/lrp.h, what a GPU lane runs) give the CPU's bits.
  */
 #include "ops/op_harness.h"
 #include "kernels/lrp.h"
@@ -131,40 +131,68 @@ static void run_lrp_stabilized_divide(op_run *run) {
     collect(run, "positive (out aliases r)", "out_positive", r, n, false);
 }
 
-static void run_logic(op_run *run, strix_logic_norm norm) {
+/* Golden arrays of each kind (0 conj, 1 disj, 2 impl): y, ga, gb, ra, rb. */
+static const char *const logic_names[3][5] = {
+    {"y_conj", "ga_conj", "gb_conj", "ra_conj", "rb_conj"},
+    {"y_disj", "ga_disj", "gb_disj", "ra_disj", "rb_disj"},
+    {"y_impl", "ga_impl", "gb_impl", "ra_impl", "rb_impl"},
+};
+
+/* Forward, backward and LRP of one kind against its golden arrays; the implication's LRP gets
+ * y = NULL (it reads no y). */
+static void run_logic_kind(op_run *run, strix_logic_norm norm, int kind) {
     size_t n = count_of(run, "a");
     float eps = scalar(run, "eps");
     float *a = input(run, "a"), *b = input(run, "b"), *g = input(run, "g"), *r = input(run, "r");
-    static const char *const names[2][5] = {
-        {"y_conj", "ga_conj", "gb_conj", "ra_conj", "rb_conj"},
-        {"y_disj", "ga_disj", "gb_disj", "ra_disj", "rb_disj"},
-    };
-    for (int disj = 0; disj < 2; disj++) {
-        strix_logic_op base = disj ? STRIX_LOGIC_DISJ_FORWARD : STRIX_LOGIC_CONJ_FORWARD;
-        const char *const *nm = names[disj];
-        float *y = output(run, n), *oa = output(run, n), *ob = output(run, n);
-        OK(strix_logic_pointwise(run->be, base, norm, a, b, NULL, NULL, y, NULL, n, eps));
-        collect(run, nm[0], nm[0], y, n, false);
-        OK(strix_logic_pointwise(run->be, (strix_logic_op)(base + 1), norm, a, b, g, NULL, oa, ob,
-                                 n, eps));
-        collect(run, nm[1], nm[1], oa, n, false);
-        collect(run, nm[2], nm[2], ob, n, false);
-        float *ra = output(run, n), *rb = output(run, n);
-        OK(strix_logic_pointwise(run->be, (strix_logic_op)(base + 2), norm, a, b, r, y, ra, rb, n,
-                                 eps));
-        collect(run, nm[3], nm[3], ra, n, false);
-        collect(run, nm[4], nm[4], rb, n, false);
-    }
+    strix_logic_op base = (strix_logic_op)(3 * kind);
+    const char *const *nm = logic_names[kind];
+    float *y = output(run, n), *oa = output(run, n), *ob = output(run, n);
+    OK(strix_logic_pointwise(run->be, base, norm, a, b, NULL, NULL, y, NULL, n, eps));
+    collect(run, nm[0], nm[0], y, n, false);
+    OK(strix_logic_pointwise(run->be, (strix_logic_op)(base + 1), norm, a, b, g, NULL, oa, ob, n,
+                             eps));
+    collect(run, nm[1], nm[1], oa, n, false);
+    collect(run, nm[2], nm[2], ob, n, false);
+    float *ra = output(run, n), *rb = output(run, n);
+    OK(strix_logic_pointwise(run->be, (strix_logic_op)(base + 2), norm, a, b, r,
+                             kind == 2 ? NULL : y, ra, rb, n, eps));
+    collect(run, nm[3], nm[3], ra, n, false);
+    collect(run, nm[4], nm[4], rb, n, false);
+}
+
+static void run_logic(op_run *run, strix_logic_norm norm) {
+    run_logic_kind(run, norm, 0);
+    run_logic_kind(run, norm, 1);
     /* LRP with out_a aliasing a and out_b aliasing b (fresh copies of the inputs) */
-    float *a2 = input(run, "a"), *b2 = input(run, "b"), *y = input(run, "y_disj");
+    size_t n = count_of(run, "a");
+    float eps = scalar(run, "eps");
+    float *a2 = input(run, "a"), *b2 = input(run, "b"), *r = input(run, "r");
+    float *y = input(run, "y_disj");
     OK(strix_logic_pointwise(run->be, STRIX_LOGIC_DISJ_LRP, norm, a2, b2, r, y, a2, b2, n, eps));
     collect(run, "ra_disj (aliases a)", "ra_disj", a2, n, false);
     collect(run, "rb_disj (aliases b)", "rb_disj", b2, n, false);
 }
 
+static void run_logic_impl(op_run *run, strix_logic_norm norm) {
+    run_logic_kind(run, norm, 2);
+    /* backward with out_a aliasing a and out_b aliasing b (Goguen reads both for each) */
+    size_t n = count_of(run, "a");
+    float eps = scalar(run, "eps");
+    float *a2 = input(run, "a"), *b2 = input(run, "b"), *g = input(run, "g");
+    OK(strix_logic_pointwise(run->be, STRIX_LOGIC_IMPL_BACKWARD, norm, a2, b2, g, NULL, a2, b2, n,
+                             eps));
+    collect(run, "ga_impl (aliases a)", "ga_impl", a2, n, false);
+    collect(run, "gb_impl (aliases b)", "gb_impl", b2, n, false);
+}
+
 static void run_logic_product(op_run *run) { run_logic(run, STRIX_LOGIC_PRODUCT); }
 static void run_logic_lukasiewicz(op_run *run) { run_logic(run, STRIX_LOGIC_LUKASIEWICZ); }
 static void run_logic_godel(op_run *run) { run_logic(run, STRIX_LOGIC_GODEL); }
+static void run_logic_impl_product(op_run *run) { run_logic_impl(run, STRIX_LOGIC_PRODUCT); }
+static void run_logic_impl_lukasiewicz(op_run *run) {
+    run_logic_impl(run, STRIX_LOGIC_LUKASIEWICZ);
+}
+static void run_logic_impl_godel(op_run *run) { run_logic_impl(run, STRIX_LOGIC_GODEL); }
 
 static void run_logic_aggregator(op_run *run) {
     size_t n = dim(run, "x", 0), cols = dim(run, "x", 1);
@@ -207,6 +235,9 @@ const op_case ops_lrp_cases[] = {
     {"logic_lukasiewicz", run_logic_lukasiewicz, ATOL, RTOL},
     {"logic_godel", run_logic_godel, ATOL, RTOL},
     {"logic_aggregator", run_logic_aggregator, ATOL, RTOL},
+    {"logic_impl_product", run_logic_impl_product, ATOL, RTOL},
+    {"logic_impl_lukasiewicz", run_logic_impl_lukasiewicz, ATOL, RTOL},
+    {"logic_impl_godel", run_logic_impl_godel, ATOL, RTOL},
 };
 const size_t ops_lrp_case_count = sizeof ops_lrp_cases / sizeof ops_lrp_cases[0];
 
@@ -286,7 +317,9 @@ static void logic_on(strix_backend *be, strix_logic_op op, strix_logic_norm norm
 }
 
 /* Gödel ties go to a; Łukasiewicz passes gradient and relevance only strictly inside its linear
- * region (a + b − 1 > 0 for conj, a + b < 1 for disj), so the boundary a + b = 1 gets 0. */
+ * region (a + b − 1 > 0 for conj, a + b < 1 for disj, (1 − a) + b < 1 for impl), so the boundary
+ * gets 0. The implications at a == b (elements 0, 3, 4) give 1 and nothing back; Gödel and
+ * Goguen send all relevance to b; Łukasiewicz's shows its eps share (den −0.25 − 0.25). */
 static void test_logic_ties_and_clamps(void **state) {
     (void)state;
     const float a[] = {0.3f, 0.25f, 0.75f, 0.25f, 0.0f};
@@ -315,11 +348,25 @@ static void test_logic_ties_and_clamps(void **state) {
         {STRIX_LOGIC_DISJ_LRP, STRIX_LOGIC_LUKASIEWICZ, r,
          {(0.3f / (0.3f + 0.3f + 0.25f)) * R, 0, 0, (0.25f / 0.75f) * R, 0},
          {(0.3f / (0.3f + 0.3f + 0.25f)) * R, 0, 0, (0.25f / 0.75f) * R, 0}},
+        {STRIX_LOGIC_IMPL_FORWARD, STRIX_LOGIC_GODEL, g, {1, 1, 0.5f, 1, 1}, {0}},
+        {STRIX_LOGIC_IMPL_FORWARD, STRIX_LOGIC_PRODUCT, g, {1, 1, 0.5f / 0.75f, 1, 1}, {0}},
+        {STRIX_LOGIC_IMPL_FORWARD, STRIX_LOGIC_LUKASIEWICZ, g, {1, 1, 0.75f, 1, 1}, {0}},
+        {STRIX_LOGIC_IMPL_BACKWARD, STRIX_LOGIC_GODEL, g, {0, 0, 0, 0, 0}, {0, 0, G, 0, 0}},
+        {STRIX_LOGIC_IMPL_BACKWARD, STRIX_LOGIC_PRODUCT, g,
+         {0, 0, ((-0.5f / 0.75f) / 0.75f) * G, 0, 0}, {0, 0, G / 0.75f, 0, 0}},
+        {STRIX_LOGIC_IMPL_BACKWARD, STRIX_LOGIC_LUKASIEWICZ, g, {0, 0, -G, 0, 0},
+         {0, 0, G, 0, 0}},
+        {STRIX_LOGIC_IMPL_LRP, STRIX_LOGIC_GODEL, r, {0, 0, 0, 0, 0}, {R, R, R, R, R}},
+        {STRIX_LOGIC_IMPL_LRP, STRIX_LOGIC_PRODUCT, r, {0, 0, 0, 0, 0}, {R, R, R, R, R}},
+        {STRIX_LOGIC_IMPL_LRP, STRIX_LOGIC_LUKASIEWICZ, r,
+         {0, 0, (-0.75f / (-0.25f - 0.25f)) * R, 0, 0},
+         {0, 0, (0.5f / (-0.25f - 0.25f)) * R, 0, 0}},
     };
     FOR_EACH_BACKEND(be) {
         for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
             bool forward = cases[c].op == STRIX_LOGIC_CONJ_FORWARD ||
-                           cases[c].op == STRIX_LOGIC_DISJ_FORWARD;
+                           cases[c].op == STRIX_LOGIC_DISJ_FORWARD ||
+                           cases[c].op == STRIX_LOGIC_IMPL_FORWARD;
             float got_a[5], got_b[5];
             logic_on(be, cases[c].op, cases[c].norm, a, b, cases[c].in, got_a,
                      forward ? NULL : got_b);
@@ -354,8 +401,9 @@ static bool fd_close(const char *label, const float *got, const double *want, si
     return true;
 }
 
-/* Every logic backward against central differences of its forward (elements are independent,
- * so all elements are perturbed at once), at points at least 0.05 from every kink. */
+/* Every logic backward (conj, disj, impl) against central differences of its forward (elements
+ * are independent, so all elements are perturbed at once), at points at least 0.05 from every
+ * kink (the implications' kink is a == b). */
 static void test_logic_backward_finite_differences(void **state) {
     (void)state;
     enum { N = 64 };
@@ -375,8 +423,8 @@ static void test_logic_backward_finite_differences(void **state) {
     }
     FOR_EACH_BACKEND(be) {
         for (int norm = STRIX_LOGIC_PRODUCT; norm <= STRIX_LOGIC_GODEL; norm++) {
-            for (int disj = 0; disj < 2; disj++) {
-                strix_logic_op fwd = disj ? STRIX_LOGIC_DISJ_FORWARD : STRIX_LOGIC_CONJ_FORWARD;
+            for (int kind = 0; kind < 3; kind++) { /* conj, disj, impl */
+                strix_logic_op fwd = (strix_logic_op)(3 * kind);
                 strix_logic_norm nm = (strix_logic_norm)norm;
                 logic_forward_on(be, fwd, nm, ap, b, yp, N);
                 logic_forward_on(be, fwd, nm, am, b, ym, N);
@@ -395,9 +443,9 @@ static void test_logic_backward_finite_differences(void **state) {
                 strix_free(be, da), strix_free(be, db), strix_free(be, dg);
                 strix_free(be, oa), strix_free(be, ob);
                 char label[64];
-                snprintf(label, sizeof label, "logic norm %d disj %d d/da", norm, disj);
+                snprintf(label, sizeof label, "logic norm %d kind %d d/da", norm, kind);
                 assert_true(fd_close(label, ga, fa, N));
-                snprintf(label, sizeof label, "logic norm %d disj %d d/db", norm, disj);
+                snprintf(label, sizeof label, "logic norm %d kind %d d/db", norm, kind);
                 assert_true(fd_close(label, gb, fb, N));
             }
         }
@@ -471,7 +519,8 @@ static bool conserves(const char *label, const float *got, size_t n_got, const f
 
 /* The rules that conserve do, with tiny eps, no bias and r = z·u (u in [0.5, 1.5], so no ratio
  * blows up): Σ r_in = Σ r for linear, conv, average pool, residual, RoPE, the bilinear matmul
- * halves together, the aggregator and every logic LRP. */
+ * halves together, the aggregator and every logic LRP (the Łukasiewicz implication's where
+ * linear). */
 static void test_lrp_conservation(void **state) {
     (void)state;
     const float eps = 1e-6f;
@@ -591,6 +640,27 @@ static void test_lrp_conservation(void **state) {
                 strix_free(be, ga), strix_free(be, gb), strix_free(be, gy);
             }
         }
+        /* the implications' LRP (y = NULL: not read) with a in [0.55, 0.95] > b in [0.05, 0.45]:
+         * Gödel and Goguen give all of r to b; Łukasiewicz (linear there) conserves up to its
+         * eps share, r_a + r_b = r·(b − a)/stab(b − a), to rounding */
+        float *ia = up(be, la, 16), *ib = up(be, lc, 16);
+        for (int norm = STRIX_LOGIC_PRODUCT; norm <= STRIX_LOGIC_GODEL; norm++) {
+            OK(strix_logic_pointwise(be, STRIX_LOGIC_IMPL_LRP, (strix_logic_norm)norm, ia, ib, der,
+                                     NULL, dea, deb, 16, eps));
+            down(be, era, dea, 16);
+            down(be, erb, deb, 16);
+            for (size_t i = 0; i < 16; i++) {
+                if (norm != STRIX_LOGIC_LUKASIEWICZ) {
+                    assert_true(era[i] == 0.0f && erb[i] == er[i]);
+                    continue;
+                }
+                double ba = (double)lc[i] - la[i], share = er[i] * ba / (ba - eps);
+                double sum = (double)era[i] + erb[i];
+                assert_true(fabs(sum - share) <= 1e-6 * (fabs(era[i]) + fabs(erb[i])) + 1e-7);
+                assert_true(fabs(sum - er[i]) <= 2e-5 * fabs(er[i]) + 1e-7);
+            }
+        }
+        strix_free(be, ia), strix_free(be, ib);
         strix_free(be, dea), strix_free(be, deb), strix_free(be, der);
         strix_free(be, dera), strix_free(be, derb);
 

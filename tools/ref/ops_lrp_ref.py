@@ -15,7 +15,10 @@ known identities and stops if one fails:
   - lrp_conv folded with F.fold equals x * d(z · (r/stab(z)).detach())/dx with F.conv2d;
   - lrp_avg_pool equals the same autograd form with F.avg_pool2d;
   - the bilinear matmul halves conserve (Σr_a + Σr_b = Σr_o up to the eps terms);
-  - the logic backward equals autograd of the forward (away from kinks and ties);
+  - the logic backward equals autograd of the forward (away from kinks and ties), for the
+    implications autograd of LTNtorch 1.0's formulas (fuzzy_ops ImpliesGodel, ImpliesGoguen
+    with stable=False, ImpliesLuk);
+  - the Łukasiewicz implication's LRP conserves where linear (r·(b−a)/stab(b−a));
   - the aggregator backward equals autograd of the forward.
 stab(z) = z + eps·(z >= 0 ? 1 : -1) everywhere (sign(0) = +1).
 This script does not test strix and is not needed to run the tests.
@@ -267,8 +270,25 @@ def logic_inputs(n):
     return a, b
 
 
-def logic_forward(norm, disj, a, b):
-    """Forward of one norm; the Łukasiewicz clamp and Gödel winner are decided in float32."""
+def logic_impl_inputs(n):
+    """Inputs of the implication goldens: the edges and ties of logic_inputs, then the
+    implication's own edges (a > b with b = 0 or a = 1, a = 0 < b, a tiny a > b)."""
+    a, b = logic_inputs(n)
+    a[8:14] = torch.tensor([1.0, 1.0, 0.0, 0.75, 0.02, 1.0])
+    b[8:14] = torch.tensor([0.0, 0.5, 0.5, 0.0, 0.01, 0.999])
+    return a, b
+
+
+def logic_forward(norm, kind, a, b):
+    """Forward of one norm, kind "conj", "disj" or "impl" (the residuum a → b); the Łukasiewicz
+    clamp and the Gödel/Goguen branch are decided in float32."""
+    disj = kind == "disj"
+    if kind == "impl":
+        one = torch.ones_like(d(a))
+        if norm == "lukasiewicz":
+            v32 = (1.0 - a) + b
+            return torch.where(v32 < 1.0, 1.0 - d(a) + d(b), one)
+        return torch.where(a <= b, one, d(b) / d(a) if norm == "product" else d(b))
     s32 = a + b
     if norm == "product":
         return d(a) + d(b) - d(a) * d(b) if disj else d(a) * d(b)
@@ -280,9 +300,19 @@ def logic_forward(norm, disj, a, b):
     return torch.where(a_wins, d(a), d(b))
 
 
-def logic_backward(norm, disj, a, b, g):
+def logic_backward(norm, kind, a, b, g):
+    disj = kind == "disj"
     a64, b64, g64 = d(a), d(b), d(g)
     zero = torch.zeros_like(g64)
+    if kind == "impl":
+        if norm == "lukasiewicz":
+            linear = (1.0 - a) + b < 1.0
+            return torch.where(linear, -g64, zero), torch.where(linear, g64, zero)
+        holds = a <= b
+        if norm == "product":
+            return (torch.where(holds, zero, -(b64 / (a64 * a64)) * g64),
+                    torch.where(holds, zero, g64 / a64))
+        return zero, torch.where(holds, zero, g64)
     if norm == "product":
         return ((1.0 - b64) * g64, (1.0 - a64) * g64) if disj else (b64 * g64, a64 * g64)
     s32 = a + b
@@ -293,9 +323,17 @@ def logic_backward(norm, disj, a, b, g):
     return torch.where(a_wins, g64, zero), torch.where(a_wins, zero, g64)
 
 
-def logic_lrp(norm, disj, a, b, r, y, eps):
+def logic_lrp(norm, kind, a, b, r, y, eps):
+    disj = kind == "disj"
     a64, b64, r64 = d(a), d(b), d(r)
     zero = torch.zeros_like(r64)
+    if kind == "impl":
+        if norm == "lukasiewicz":  # za = -a, zb = b; the constant 1 is a bias, out of the den
+            linear = (1.0 - a) + b < 1.0
+            den = stab(b64 - a64, eps)
+            return (torch.where(linear, -a64 / den * r64, zero),
+                    torch.where(linear, b64 / den * r64, zero))
+        return zero, r64.clone()  # Gödel, Goguen: all of r to the consequent (strix's choice)
     if norm == "product":
         if disj:
             den = stab(d(y), eps)
@@ -312,32 +350,61 @@ def logic_lrp(norm, disj, a, b, r, y, eps):
     return torch.where(a_wins, r64, zero), torch.where(a_wins, zero, r64)
 
 
-def logic_case(norm):
+def logic_autograd(norm, kind, a, b, g):
+    """d(Σ g·y)/da, d(Σ g·y)/db of the forward in float64 by torch.autograd (LTNtorch 1.0's
+    formulas for the implications)."""
+    ad, bd = d(a).requires_grad_(True), d(b).requires_grad_(True)
+    if kind == "impl":
+        one = torch.ones_like(ad)
+        if norm == "product":  # the safe denominator keeps a = 0 (where a <= b) out of the graph
+            out = torch.where(ad <= bd, one, bd / torch.where(ad <= bd, one, ad))
+        elif norm == "lukasiewicz":
+            out = torch.clamp(1.0 - ad + bd, max=1.0)
+        else:
+            out = torch.where(ad <= bd, one, bd)
+    elif norm == "product":
+        out = ad + bd - ad * bd if kind == "disj" else ad * bd
+    elif norm == "lukasiewicz":
+        if kind == "disj":
+            out = torch.clamp(ad + bd, max=1.0)
+        else:
+            out = torch.clamp(ad + bd - 1.0, min=0.0)
+    else:
+        out = torch.maximum(ad, bd) if kind == "disj" else torch.minimum(ad, bd)
+    out.backward(d(g))
+    zero = torch.zeros_like(d(a))  # no graph path to a (Gödel's implication): gradient 0
+    return (zero if ad.grad is None else ad.grad), (zero if bd.grad is None else bd.grad)
+
+
+def logic_case(norm, kinds=("conj", "disj"), inputs=logic_inputs):
     n, eps = 203, 0.05
-    a, b = logic_inputs(n)
+    a, b = inputs(n)
     g, r = randn(n), randn(n)
     arrays = [("a", a), ("b", b), ("g", g), ("r", r), ("eps", eps)]
-    for disj in (False, True):
-        tag = "disj" if disj else "conj"
-        y = logic_forward(norm, disj, a, b).to(F32)
-        ga, gb = logic_backward(norm, disj, a, b, g)
-        # autograd of the forward agrees away from kinks (Łukasiewicz boundary, Gödel ties)
+    for tag in kinds:
+        y = logic_forward(norm, tag, a, b).to(F32)
+        ga, gb = logic_backward(norm, tag, a, b, g)
+        # autograd of the forward agrees away from kinks (Łukasiewicz boundary, Gödel ties; for
+        # the implications every a == b)
         smooth = torch.ones(n, dtype=torch.bool)
         smooth[:8] = False
-        ad, bd = d(a).requires_grad_(True), d(b).requires_grad_(True)
-        if norm == "product":
-            out = ad + bd - ad * bd if disj else ad * bd
-        elif norm == "lukasiewicz":
-            out = torch.clamp(ad + bd, max=1.0) if disj else torch.clamp(ad + bd - 1.0, min=0.0)
-        else:
-            out = torch.maximum(ad, bd) if disj else torch.minimum(ad, bd)
-        out.backward(d(g))
-        check(f"logic {norm} {tag} backward = autograd", ga[smooth], ad.grad[smooth], 1e-12)
-        check(f"logic {norm} {tag} backward = autograd (b)", gb[smooth], bd.grad[smooth], 1e-12)
-        ra, rb = logic_lrp(norm, disj, a, b, r, y, eps)
+        if tag == "impl":
+            smooth &= (a - b).abs() > 1e-6
+        ad_grad, bd_grad = logic_autograd(norm, tag, a, b, g)
+        check(f"logic {norm} {tag} backward = autograd", ga[smooth], ad_grad[smooth], 1e-12)
+        check(f"logic {norm} {tag} backward = autograd (b)", gb[smooth], bd_grad[smooth], 1e-12)
+        ra, rb = logic_lrp(norm, tag, a, b, r, y, eps)
+        if tag == "impl" and norm == "lukasiewicz":  # conserves where linear, up to eps
+            linear = (1.0 - a) + b < 1.0
+            share = d(r) * (d(b) - d(a)) / stab(d(b) - d(a), eps)
+            check(f"logic {norm} impl lrp conserves", (ra + rb)[linear], share[linear], 1e-12)
         arrays += [(f"y_{tag}", y), (f"ga_{tag}", ga), (f"gb_{tag}", gb), (f"ra_{tag}", ra),
                    (f"rb_{tag}", rb)]
     return arrays
+
+
+def logic_impl_case(norm):
+    return logic_case(norm, kinds=("impl",), inputs=logic_impl_inputs)
 
 
 def logic_product():
@@ -350,6 +417,18 @@ def logic_lukasiewicz():
 
 def logic_godel():
     return logic_case("godel")
+
+
+def logic_impl_product():
+    return logic_impl_case("product")
+
+
+def logic_impl_lukasiewicz():
+    return logic_impl_case("lukasiewicz")
+
+
+def logic_impl_godel():
+    return logic_impl_case("godel")
 
 
 def logic_aggregator():
@@ -376,7 +455,8 @@ def logic_aggregator():
 CASES = [lrp_linear, lrp_conv, lrp_conv_wide, lrp_avg_pool, lrp_avg_pool_overlap,
          lrp_bilinear_matmul, lrp_bilinear_matmul_wide, lrp_bilinear_elementwise,
          lrp_residual_split, lrp_softmax_rows, lrp_rope, lrp_stabilized_divide,
-         logic_product, logic_lukasiewicz, logic_godel, logic_aggregator]
+         logic_product, logic_lukasiewicz, logic_godel, logic_aggregator, logic_impl_product,
+         logic_impl_lukasiewicz, logic_impl_godel]
 
 
 def main():

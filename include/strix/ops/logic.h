@@ -16,11 +16,12 @@
 extern "C" {
 #endif
 
-/* Operation of strix_logic_pointwise: conjunction (t-norm) or disjunction (t-conorm), and which
- * pass. */
+/* Operation of strix_logic_pointwise: conjunction (t-norm), disjunction (t-conorm) or
+ * implication (the norm's residuum), and which pass. Append-only. */
 typedef enum strix_logic_op {
     STRIX_LOGIC_CONJ_FORWARD, STRIX_LOGIC_CONJ_BACKWARD, STRIX_LOGIC_CONJ_LRP,
-    STRIX_LOGIC_DISJ_FORWARD, STRIX_LOGIC_DISJ_BACKWARD, STRIX_LOGIC_DISJ_LRP
+    STRIX_LOGIC_DISJ_FORWARD, STRIX_LOGIC_DISJ_BACKWARD, STRIX_LOGIC_DISJ_LRP,
+    STRIX_LOGIC_IMPL_FORWARD, STRIX_LOGIC_IMPL_BACKWARD, STRIX_LOGIC_IMPL_LRP
 } strix_logic_op;
 
 typedef enum strix_logic_norm {
@@ -40,7 +41,19 @@ typedef enum strix_logic_norm {
  *            winner.
  * Łukasiewicz's clamp is inactive when a+b−1 > 0 (conj) or a+b < 1 (disj), strictly: on the
  * boundary gradient and relevance are 0. Outputs may alias inputs (elementwise). Source:
- * pulsatrix's LogicOp (docs/SEMANTICS.md); t-norms as in Klement, Mesiar & Pap, "Triangular Norms" (2000). */
+ * pulsatrix's LogicOp (docs/SEMANTICS.md); t-norms as in Klement, Mesiar & Pap, "Triangular
+ * Norms" (2000).
+ * IMPL (strix: not in pulsatrix) is the residuum a → b of the norm (Klement, Mesiar & Pap 2000;
+ * formulas as LTNtorch 1.0's fuzzy_ops ImpliesGodel, ImpliesGoguen with stable=False (the
+ * caller applies LTN's a' = (1−1e-4)a + 1e-4), ImpliesLuk), a the antecedent, b the consequent:
+ *   FORWARD  Gödel a <= b ? 1 : b; Product (Goguen) a <= b ? 1 : b/a; Łukasiewicz
+ *            v = (1 − a) + b, v < 1 ? v : 1.
+ *   BACKWARD Gödel 0, (a <= b ? 0 : g); Goguen 0, 0 if a <= b, else ((−b/a)/a)·g, g/a;
+ *            Łukasiewicz −g, g while v < 1 (strictly), else 0, 0.
+ *   LRP      Gödel and Goguen: out_a = 0, out_b = r (strix's choice: y is b, b scaled by 1/a, or
+ *            the constant 1 reached because b >= a). Łukasiewicz while v < 1: the epsilon rule
+ *            on za = −a, zb = b with the constant 1 a bias out of the denominator,
+ *            (−a/stab(b−a))·r, (b/stab(b−a))·r (sum r up to eps), else 0, 0. y unused. */
 STRIX_API strix_status strix_logic_pointwise(strix_backend *be, strix_logic_op op,
                                              strix_logic_norm norm, const float *a,
                                              const float *b, const float *g_or_r, const float *y,

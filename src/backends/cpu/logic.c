@@ -1,5 +1,6 @@
 /*
- * logic.c - CPU backend: fuzzy logic (t-norms, t-conorms) and the power-mean aggregator.
+ * logic.c - CPU backend: fuzzy logic (t-norms, t-conorms, implications) and the power-mean
+ * aggregator.
  *
  * The math is kernels/logic.h. Elements are independent; the aggregator's column sums run over
  * the rows ascending in each column (the row loop is outside so that columns vectorise, and

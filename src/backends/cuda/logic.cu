@@ -1,6 +1,6 @@
 /*
- * logic.cu - CUDA/HIP launchers of the fuzzy-logic primitives (t-norms, t-conorms) and the
- * power-mean aggregator (include/strix/ops/logic.h); the math is src/kernels/logic.h, as in
+ * logic.cu - CUDA/HIP launchers of the fuzzy-logic primitives (t-norms, t-conorms, implications)
+ * and the power-mean aggregator (include/strix/ops/logic.h); the math is src/kernels/logic.h, as in
  * src/backends/cpu/logic.c.
  *
  * One thread per element; the aggregator's forward runs one thread per column, summing the rows
