@@ -1,9 +1,9 @@
 /*
  * strix.h - the whole public API of strix in one include. Each part has its own header under
  * strix/ (core, tensor, backend and its ops/, params, safetensors, nn, layers, recurrent, mamba,
- * rwkv, retnet, loss, optim, state_dict, lrp, attribution, train, gpt, gpt_train, seqlm, lm,
- * sample, data, checkpoint); include only what you use if you prefer. examples/tiny_gpt.c and
- * examples/digits.c are complete, commented programs.
+ * rwkv, retnet, fuzzy, loss, optim, state_dict, lrp, attribution, train, logic, gpt, gpt_train,
+ * seqlm, lm, sample, data, checkpoint); include only what you use if you prefer.
+ * examples/tiny_gpt.c and examples/digits.c are complete, commented programs.
  */
 #ifndef STRIX_H
 #define STRIX_H
@@ -19,9 +19,11 @@
 #include "strix/mamba.h"
 #include "strix/retnet.h"
 #include "strix/rwkv.h"
+#include "strix/fuzzy.h"
 #include "strix/loss.h"
 #include "strix/optim.h"
 #include "strix/train.h"
+#include "strix/logic.h"
 #include "strix/gpt.h"
 #include "strix/gpt_train.h"
 #include "strix/seqlm.h"
