@@ -201,7 +201,8 @@ static int explain(strix_ltn *kb, strix_ltn_var virginica, const char *svg) {
            "Virginica(x)\"\n(fold 0, truth %.4f, LRP epsilon 1e-6, %d flowers, standardised "
            "measurements):\n", (double)strix_ltn_relevance_seed(kb), n);
     printf("  %-14s %12s\n", "measurement", "relevance");
-    for (int j = 0; j < FEATURES; j++) printf("  %-14s %+12.5f\n", feature_names[j], per_feature[j]);
+    for (int j = 0; j < FEATURES; j++)
+        printf("  %-14s %+12.5f\n", feature_names[j], per_feature[j]);
     printf("  %-14s %+12.5f (the axiom's truth value, conserved)\n", "sum", total);
     if (svg && write_svg(svg, per_feature, "relevance for: forall x in virginica, "
                                            "Virginica(x)") != 0)

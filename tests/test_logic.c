@@ -62,7 +62,7 @@ static bool close_where(const char *label, const float *got, const float *want,
     return tl_check_close(label, g, w, k, atol, rtol);
 }
 
-// ---- connectives -------------------------------------------------------------------------------
+// ---- connectives --------------------------------------------------------------------------------
 
 typedef struct conn_case {
     const char *name;
@@ -207,7 +207,7 @@ static void test_connectives_finite_differences(void **state) {
     strix_backend_free(be);
 }
 
-// ---- quantifiers -------------------------------------------------------------------------------
+// ---- quantifiers --------------------------------------------------------------------------------
 
 static void test_quantifiers_against_ltntorch(void **state) {
     (void)state;
@@ -305,7 +305,7 @@ static void test_quantifiers_against_ltntorch(void **state) {
     tl_golden_free(&g);
 }
 
-// ---- a knowledge base: broadcasting, guards, gradients, relevance ------------------------------
+// ---- a knowledge base: broadcasting, guards, gradients, relevance -------------------------------
 
 /* The formula golden's knowledge bases on `be`: F over tables P(x), Q(x,y), R(y); G over P(x),
  * R2(x) guarded. Tensors and gradients live in the struct. */
@@ -466,7 +466,7 @@ static void test_formula_conservation_and_finite_differences(void **state) {
     tl_golden_free(&g);
 }
 
-// ---- the toy knowledge base: learning ------------------------------------------------------------
+// ---- the toy knowledge base: learning -----------------------------------------------------------
 
 typedef struct toy_kb {
     strix_params ps;
@@ -587,7 +587,7 @@ static void test_toy_kb_learns_like_ltntorch(void **state) {
     tl_golden_free(&g);
 }
 
-// ---- errors ------------------------------------------------------------------------------------
+// ---- errors -------------------------------------------------------------------------------------
 
 static void test_errors(void **state) {
     (void)state;
@@ -604,7 +604,8 @@ static void test_errors(void **state) {
     /* a truth value outside [0, 1] fed to a connective */
     OK(strix_connective_new(be, STRIX_CONNECTIVE_AND, NULL, &m));
     strix_tensor a, b;
-    OK(strix_tensor_new(be, 1, (int64_t[]){3}, &a)), OK(strix_tensor_new(be, 1, (int64_t[]){3}, &b));
+    OK(strix_tensor_new(be, 1, (int64_t[]){3}, &a));
+    OK(strix_tensor_new(be, 1, (int64_t[]){3}, &b));
     a.data[0] = 0.5f, a.data[1] = 1.5f, b.data[0] = b.data[1] = b.data[2] = 0.5f;
     strix_module_io io = {.n_in = 2, .in = {&a, &b}};
     assert_int_equal(strix_module_forward_ex(m, &io), STRIX_ERR_ARG);

@@ -37,7 +37,7 @@ typedef enum strix_implication {
 /* The operators of a connective or quantifier. The zero-initialised struct is not the default:
  * start from strix_fuzzy_default(). */
 typedef struct strix_fuzzy {
-    strix_logic_norm and_norm;   /* And: PRODUCT (LTN AndProd), LUKASIEWICZ (AndLuk), GODEL (AndMin) */
+    strix_logic_norm and_norm;   /* And: PRODUCT (LTN AndProd), LUKASIEWICZ (AndLuk), GODEL */
     strix_logic_norm or_norm;    /* Or: PRODUCT (OrProbSum), LUKASIEWICZ (OrLuk), GODEL (OrMax) */
     strix_implication implies;   /* Implies, and Equiv's two implications */
     bool stable;                 /* the stable product operators (LTNtorch's default: true) */

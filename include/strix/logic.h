@@ -59,7 +59,7 @@ STRIX_API strix_status strix_ltn_set_semantics(strix_ltn *kb, const strix_fuzzy 
  * at the time it happened; the knowledge base refuses axioms, forward and backward once set. */
 STRIX_API strix_status strix_ltn_status(const strix_ltn *kb);
 
-// ---- terms ---------------------------------------------------------------------------------------
+// ---- terms --------------------------------------------------------------------------------------
 
 /* A variable ranging over the rows of `groundings` (n, features) (backend memory, kept as a view:
  * the caller keeps it alive and may change its values between steps, e.g. a trained embedding).
@@ -87,7 +87,7 @@ STRIX_API strix_ltn_pred strix_ltn_predicate(strix_ltn *kb, const char *name, st
 STRIX_API strix_ltn_pred strix_ltn_predicate_table(strix_ltn *kb, const char *name,
                                                    const strix_tensor *truth, float *grad);
 
-// ---- formulas ------------------------------------------------------------------------------------
+// ---- formulas -----------------------------------------------------------------------------------
 
 /* P(args): an atom over the distinct variables of args (P(x, x) is the diagonal). */
 STRIX_API strix_ltn_expr strix_ltn_atom(strix_ltn *kb, strix_ltn_pred p, int arity,
@@ -116,11 +116,11 @@ STRIX_API strix_ltn_expr strix_ltn_exists_where(strix_ltn *kb, strix_ltn_var x, 
  * (its variable named) or a bad handle; the first builder error if any. */
 STRIX_API strix_status strix_ltn_axiom(strix_ltn *kb, strix_ltn_expr a);
 
-// ---- evaluation ----------------------------------------------------------------------------------
+// ---- evaluation ---------------------------------------------------------------------------------
 
-/* Evaluates every node and the satisfaction *sat = SatAgg of the axioms (the p-mean error of
- * their truth values, p = the semantics' p_forall at the time of the call, stable as set),
- * computed on the backend and copied to the host. STRIX_ERR_ARG when a predicate gives a truth
+/* Evaluates every node and the satisfaction *sat = SatAgg of the axioms (LTNtorch's SatAgg: the
+ * p-mean error of their truth values, with the Forall of the semantics the knowledge base was
+ * made with), computed on the backend and copied to the host. STRIX_ERR_ARG when a predicate gives a truth
  * value outside [0, 1] (named with the value) or there is no axiom; a module's own errors. */
 STRIX_API strix_status strix_ltn_forward(strix_ltn *kb, float *sat);
 /* Gradient of the loss 1 − sat of the last forward: `+=` into the predicates' module parameters,

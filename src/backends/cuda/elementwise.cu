@@ -8,9 +8,9 @@
  * depends on the shape only, so runs are bit-identical, and the results are the CPU's to
  * rounding). With the init option gpu_exact_reductions, column_sums gives each column one owner
  * thread that adds the rows ascending from 0.0f, and sum_squares follows its documented 32-lane
- * order on one block: the CPU's bits, slowly. sum and dot are the CPU's single ascending pass for n <= SUM_SEQUENTIAL_MAX, and above it a
- * fixed two-stage tree that depends on n only (docs/SEMANTICS.md: multi-block dot/sum
- * match the CPU to rounding). No atomics.
+ * order on one block: the CPU's bits, slowly. sum and dot are the CPU's single ascending pass
+ * for n <= SUM_SEQUENTIAL_MAX, and above it a fixed two-stage tree that depends on n only
+ * (docs/SEMANTICS.md: multi-block dot/sum match the CPU to rounding). No atomics.
  */
 #include "backends/cuda/cuda_internal.h"
 #include "kernels/activations.h"

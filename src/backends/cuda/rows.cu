@@ -8,9 +8,9 @@
  * of kernels/rows.h. With the init option gpu_exact_reductions, the exact reference: the CPU
  * loops of src/backends/cpu/rows.c with one GPU thread per row, each calling the same
  * kernels/rows.h function on its row, so every sum keeps the CPU's order (columns ascending from
- * 0.0f) and the CPU's bits. LayerNorm runs its group function with a count of 1 (the CPU's groups of
- * STRIX_LN_GROUP rows only interleave independent rows, so a row's bits are the same). The masks
- * reduce nothing: one kernel, one thread per row.
+ * 0.0f) and the CPU's bits. LayerNorm runs its group function with a count of 1 (the CPU's
+ * groups of STRIX_LN_GROUP rows only interleave independent rows, so a row's bits are the
+ * same). The masks reduce nothing: one kernel, one thread per row.
  */
 #include "backends/cuda/block_reduce.h"
 #include "backends/cuda/cuda_internal.h"
