@@ -32,6 +32,7 @@
 #define STRIX_LOGIC_H
 
 #include "strix/fuzzy.h"
+#include "strix/train.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -126,6 +127,13 @@ STRIX_API strix_status strix_ltn_forward(strix_ltn *kb, float *sat);
 /* Gradient of the loss 1 − sat of the last forward: `+=` into the predicates' module parameters,
  * the tables' and groundings' gradients given. Zero them first (strix_params_zero_grad). */
 STRIX_API strix_status strix_ltn_backward(strix_ltn *kb);
+/* The same, `+=` scale times the gradient (the trainer's gradient accumulation, a weight). */
+STRIX_API strix_status strix_ltn_backward_scaled(strix_ltn *kb, float scale);
+/* The knowledge base as a model of the trainer (strix/train.h): every micro-batch's loss step is
+ * forward + backward of the loss 1 − sat (the groundings are the data: step and micro-batch
+ * change nothing), ps the block of the predicates' parameters (its owner is the caller's); no
+ * evaluation or checkpoint (set them in *out if wanted). kb must outlive the model. */
+STRIX_API void strix_ltn_train_model(strix_ltn *kb, strix_params *ps, strix_train_model *out);
 /* Truth values of any expression of the last forward, copied to host `out` (its grid, row-major
  * over its free variables in order); *count (may be NULL) = the grid's size. STRIX_ERR_ARG when
  * cap is too small. */

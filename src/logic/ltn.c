@@ -790,12 +790,14 @@ static strix_status reverse_walk(strix_ltn *kb, bool rel, float eps) {
     return STRIX_OK;
 }
 
-strix_status strix_ltn_backward(strix_ltn *kb) {
+strix_status strix_ltn_backward(strix_ltn *kb) { return strix_ltn_backward_scaled(kb, 1.0f); }
+
+strix_status strix_ltn_backward_scaled(strix_ltn *kb, float scale) {
     if (kb->error) return kb->error;
     if (!kb->forwarded) return strix_error(STRIX_ERR_ARG, "ltn: backward before forward");
     STRIX_TRY(zero_nodes(kb, false));
-    /* loss = 1 − sat: d loss / d sat = −1, through SatAgg to the axioms. */
-    STRIX_TRY(strix_fill(kb->be, kb->one.data, -1.0f, 1));
+    /* loss = 1 − sat: d loss / d sat = −1 (times scale), through SatAgg to the axioms. */
+    STRIX_TRY(strix_fill(kb->be, kb->one.data, -scale, 1));
     strix_module_io io = {.n_in = 1, .in = {&kb->one}};
     STRIX_TRY(strix_module_backward_ex(kb->sat_agg, &io));
     for (int k = 0; k < kb->naxioms; k++) {
@@ -881,3 +883,19 @@ strix_status strix_ltn_relevance(strix_ltn *kb, strix_ltn_var x, float *out, siz
 }
 
 float strix_ltn_relevance_seed(const strix_ltn *kb) { return kb->seed; }
+
+// ---- the trainer's view ------------------------------------------------------------------------
+
+static strix_status ltn_loss_step(void *ctx, int64_t step, int micro, float grad_scale,
+                                  float *loss) {
+    (void)step, (void)micro;
+    strix_ltn *kb = ctx;
+    float sat;
+    STRIX_TRY(strix_ltn_forward(kb, &sat));
+    *loss = 1.0f - sat;
+    return strix_ltn_backward_scaled(kb, grad_scale);
+}
+
+void strix_ltn_train_model(strix_ltn *kb, strix_params *ps, strix_train_model *out) {
+    *out = (strix_train_model){.ctx = kb, .params = ps, .loss_step = ltn_loss_step};
+}
