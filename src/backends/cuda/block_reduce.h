@@ -41,9 +41,9 @@ static inline unsigned row_grid(size_t rows) {
 /* The elements j of a row of `width` this thread takes, ascending. */
 #define FOR_MY_ELEMENTS(j, width) for (size_t j = threadIdx.x; j < (width); j += blockDim.x)
 
-/* Σ of every thread's v by the fixed tree; every thread gets the total. buf: shared memory of
- * blockDim.x floats, free again on return. */
-static __device__ inline float block_sum(float v, float *buf) {
+/* Σ of every thread's v (float or double) by the fixed tree; every thread gets the total. buf:
+ * shared memory of blockDim.x values, free again on return. */
+template <typename T> static __device__ inline T block_sum(T v, T *buf) {
     unsigned t = threadIdx.x;
     buf[t] = v;
     __syncthreads();
@@ -51,7 +51,7 @@ static __device__ inline float block_sum(float v, float *buf) {
         if (t < s) buf[t] = buf[t] + buf[t + s];
         __syncthreads();
     }
-    float total = buf[0];
+    T total = buf[0];
     __syncthreads();
     return total;
 }
@@ -69,6 +69,22 @@ static __device__ inline float block_max(float v, float *buf) {
     float best = buf[0];
     __syncthreads();
     return best;
+}
+
+/* Mean and std = sqrt(Σ(x − mean)²/width + eps) of the contiguous x[0..width) (two passes,
+ * the variance biased), the normalisations' statistics; every thread gets them. */
+static __device__ inline void block_mean_std(const float *x, size_t width, float eps, float *buf,
+                                             float *mean, float *std) {
+    float part = 0.0f;
+    FOR_MY_ELEMENTS(j, width) part += x[j];
+    float m = block_sum(part, buf) / (float)width;
+    part = 0.0f;
+    FOR_MY_ELEMENTS(j, width) {
+        float centred = x[j] - m;
+        part += centred * centred;
+    }
+    *mean = m;
+    *std = sqrtf(block_sum(part, buf) / (float)width + eps);
 }
 
 #endif

@@ -12,6 +12,7 @@
  * for n <= SUM_SEQUENTIAL_MAX, and above it a fixed two-stage tree that depends on n only
  * (docs/SEMANTICS.md: multi-block dot/sum match the CPU to rounding). No atomics.
  */
+#include "backends/cuda/block_reduce.h"
 #include "backends/cuda/cuda_internal.h"
 #include "kernels/activations.h"
 
@@ -268,14 +269,8 @@ static __global__ void sum_partials_kernel(const float *a, const float *b, size_
     } else {
         for (size_t i = lane_index(); i < n; i += stride) total += a[i];
     }
-    unsigned t = threadIdx.x;
-    sums[t] = total;
-    __syncthreads();
-    for (unsigned half = CUDA_BLOCK / 2; half > 0; half /= 2) {
-        if (t < half) sums[t] += sums[t + half];
-        __syncthreads();
-    }
-    if (t == 0) partial[blockIdx.x] = sums[0];
+    total = block_sum(total, sums);
+    if (threadIdx.x == 0) partial[blockIdx.x] = total;
 }
 
 /* Σ a[i] (b NULL) or Σ a[i]·b[i] to the host; `what` names the slot in errors. */
@@ -356,14 +351,8 @@ static __global__ void sum_squares_partial_kernel(const float *in, size_t n, dou
     size_t stride = (size_t)gridDim.x * blockDim.x;
     double total = 0.0;
     for (size_t i = lane_index(); i < n; i += stride) total += (double)in[i] * (double)in[i];
-    unsigned t = threadIdx.x;
-    sums[t] = total;
-    __syncthreads();
-    for (unsigned half = CUDA_BLOCK / 2; half > 0; half /= 2) {
-        if (t < half) sums[t] += sums[t + half];
-        __syncthreads();
-    }
-    if (t == 0) partial[blockIdx.x] = sums[0];
+    total = block_sum(total, sums);
+    if (threadIdx.x == 0) partial[blockIdx.x] = total;
 }
 
 static __global__ void sum_squares_finish_kernel(double *partial) {

@@ -21,6 +21,21 @@ static __device__ inline size_t bn_at(size_t k, size_t c, size_t spatial, size_t
     return (k / spatial * c + ch) * spatial + k % spatial;
 }
 
+/* xhat = (x − mean)/std and out = gam·xhat (+ bet) over channel ch (kernels/norm.h's
+ * strix_norm_row_apply per element). */
+static __device__ inline void bn_apply(const float *in, const float *gamma, const float *beta,
+                                       float *xhat, float *out, size_t count, size_t c,
+                                       size_t spatial, size_t ch, float mean, float std) {
+    float gam = gamma ? gamma[ch] : 1.0f, bet = beta ? beta[ch] : 0.0f;
+    FOR_MY_ELEMENTS(k, count) {
+        size_t at = bn_at(k, c, spatial, ch);
+        float normed = (in[at] - mean) / std;
+        float scaled = gamma ? gam * normed : normed;
+        xhat[at] = normed;
+        out[at] = beta ? scaled + bet : scaled;
+    }
+}
+
 static __global__ void bn_forward_block(const float *in, const float *gamma, const float *beta,
                                         float *xhat, float *out, float *channel_std, size_t n,
                                         size_t c, size_t spatial, float eps) {
@@ -37,14 +52,7 @@ static __global__ void bn_forward_block(const float *in, const float *gamma, con
         }
         float std = sqrtf(block_sum(part, buf) / (float)count + eps);
         if (threadIdx.x == 0) channel_std[ch] = std;
-        float gam = gamma ? gamma[ch] : 1.0f, bet = beta ? beta[ch] : 0.0f;
-        FOR_MY_ELEMENTS(k, count) {
-            size_t at = bn_at(k, c, spatial, ch);
-            float normed = (in[at] - mean) / std;
-            float scaled = gamma ? gam * normed : normed;
-            xhat[at] = normed;
-            out[at] = beta ? scaled + bet : scaled;
-        }
+        bn_apply(in, gamma, beta, xhat, out, count, c, spatial, ch, mean, std);
     }
 }
 
@@ -123,14 +131,7 @@ static __global__ void bn_eval_forward_block(const float *in, const float *gamma
     for (size_t ch = ROW_FIRST; ch < c; ch += ROW_STRIDE) {
         float mean = running_mean[ch], std = sqrtf(running_var[ch] + eps);
         if (threadIdx.x == 0) channel_std[ch] = std;
-        float gam = gamma ? gamma[ch] : 1.0f, bet = beta ? beta[ch] : 0.0f;
-        FOR_MY_ELEMENTS(k, count) {
-            size_t at = bn_at(k, c, spatial, ch);
-            float normed = (in[at] - mean) / std;
-            float scaled = gamma ? gam * normed : normed;
-            xhat[at] = normed;
-            out[at] = beta ? scaled + bet : scaled;
-        }
+        bn_apply(in, gamma, beta, xhat, out, count, c, spatial, ch, mean, std);
     }
 }
 
@@ -165,15 +166,8 @@ static __global__ void gn_forward_block(const float *in, const float *gamma, con
     size_t count = cg * spatial;
     for (size_t b = ROW_FIRST; b < blocks; b += ROW_STRIDE) {
         size_t at = b * count, ch0 = (b % groups) * cg;
-        float part = 0.0f;
-        FOR_MY_ELEMENTS(j, count) part += in[at + j];
-        float mean = block_sum(part, buf) / (float)count;
-        part = 0.0f;
-        FOR_MY_ELEMENTS(j, count) {
-            float d = in[at + j] - mean;
-            part += d * d;
-        }
-        float std = sqrtf(block_sum(part, buf) / (float)count + eps);
+        float mean, std;
+        block_mean_std(in + at, count, eps, buf, &mean, &std);
         if (threadIdx.x == 0) group_std[b] = std;
         FOR_MY_ELEMENTS(j, count) {
             size_t ch = ch0 + j / spatial;

@@ -84,15 +84,8 @@ static __global__ void layer_norm_forward_block(const float *in, const float *ga
     __shared__ float buf[ROW_THREADS_MAX];
     for (size_t r = ROW_FIRST; r < rows; r += ROW_STRIDE) {
         size_t at = r * cols;
-        float part = 0.0f;
-        FOR_MY_ELEMENTS(j, cols) part += in[at + j];
-        float mean = block_sum(part, buf) / (float)cols;
-        part = 0.0f;
-        FOR_MY_ELEMENTS(j, cols) {
-            float centred = in[at + j] - mean;
-            part += centred * centred;
-        }
-        float std = sqrtf(block_sum(part, buf) / (float)cols + eps);
+        float mean, std;
+        block_mean_std(in + at, cols, eps, buf, &mean, &std);
         if (threadIdx.x == 0) row_std[r] = std;
         FOR_MY_ELEMENTS(j, cols) {
             float normed = (in[at + j] - mean) / std;
