@@ -582,6 +582,8 @@ static void test_toy_kb_learns_like_ltntorch(void **state) {
         printf("  toy KB relevance of x: %.4f %.4f %.4f %.4f (sum %.4f, satisfaction %.4f)\n",
                (double)rx[0], (double)rx[1], (double)rx[2], (double)rx[3], total,
                (double)strix_ltn_relevance_seed(t.kb));
+        /* Linear(1, 1)'s pre-bias epsilon rule gives x all of z's relevance: conserved */
+        assert_true(fabs(total - strix_ltn_relevance_seed(t.kb)) < 1e-4);
         toy_free(&t);
         strix_backend_free(be);
     }
