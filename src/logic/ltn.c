@@ -11,7 +11,8 @@
  * groundings of its arguments side by side into the predicate module's input. The maps are
  * built on the host when a node is made; buffers are allocated at the first forward.
  * A predicate module may serve several atoms: backward and relevance run its forward again on
- * the atom's input first, so its caches belong to that atom.
+ * the atom's input first, so its caches belong to that atom. Forward evaluates every node (queries
+ * too); backward and relevance visit only the nodes under an axiom.
  */
 #include <math.h>
 #include <stdio.h>
@@ -58,6 +59,7 @@ typedef struct ltn_node {
     size_t map_count;                    /* quantifier: the map covers n_x · rest cells */
     strix_tensor mask;                   /* quantifier guard (n_x), or empty */
     strix_tensor value, grad, rel;
+    bool in_axiom;                       /* under some axiom: backward and relevance visit it */
 } ltn_node;
 
 struct strix_ltn {
@@ -547,10 +549,21 @@ strix_status strix_ltn_axiom(strix_ltn *kb, strix_ltn_expr a) {
 
 // ---- evaluation --------------------------------------------------------------------------------
 
+/* Marks the nodes under the axioms (children come before their parents: one backward sweep). */
+static void mark_axiom_nodes(strix_ltn *kb) {
+    for (int i = 0; i < kb->nnodes; i++) kb->nodes[i].in_axiom = false;
+    for (int k = 0; k < kb->naxioms; k++) kb->nodes[kb->axioms[k]].in_axiom = true;
+    for (int i = kb->nnodes - 1; i >= 0; i--) {
+        const ltn_node *n = &kb->nodes[i];
+        for (int c = 0; n->in_axiom && c < n->nchild; c++) kb->nodes[n->child[c]].in_axiom = true;
+    }
+}
+
 /* Allocates every node's buffers (once per change of the graph). */
 static strix_status prepare(strix_ltn *kb) {
     if (kb->ready) return STRIX_OK;
     strix_backend *be = kb->be;
+    mark_axiom_nodes(kb);
     for (int i = 0; i < kb->nnodes; i++) {
         ltn_node *n = &kb->nodes[i];
         int64_t size = (int64_t)n->size;
@@ -785,8 +798,11 @@ static strix_status zero_nodes(strix_ltn *kb, bool rel) {
     return STRIX_OK;
 }
 
+/* Backward or relevance of every node under an axiom, parents first (a query's nodes carry no
+ * gradient or relevance: they are skipped). */
 static strix_status reverse_walk(strix_ltn *kb, bool rel, float eps) {
-    for (int i = kb->nnodes - 1; i >= 0; i--) STRIX_TRY(node_reverse(kb, &kb->nodes[i], rel, eps));
+    for (int i = kb->nnodes - 1; i >= 0; i--)
+        if (kb->nodes[i].in_axiom) STRIX_TRY(node_reverse(kb, &kb->nodes[i], rel, eps));
     return STRIX_OK;
 }
 
