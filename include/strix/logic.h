@@ -136,9 +136,8 @@ STRIX_API strix_status strix_ltn_backward_scaled(strix_ltn *kb, float scale);
 STRIX_API void strix_ltn_train_model(strix_ltn *kb, strix_params *ps, strix_train_model *out);
 /* Truth values of any expression of the last forward (forward evaluates every expression built,
  * queries that are no axiom's part too; backward and explain visit only the axioms' parts),
- * copied to host `out` (its grid, row-major
- * over its free variables in order); *count (may be NULL) = the grid's size. STRIX_ERR_ARG when
- * cap is too small. */
+ * copied to host `out` (its grid, row-major over its free variables in order); *count (may be
+ * NULL) = the grid's size. STRIX_ERR_ARG when cap is too small. */
 STRIX_API strix_status strix_ltn_truth(strix_ltn *kb, strix_ltn_expr a, float *out, size_t cap,
                                        size_t *count);
 
