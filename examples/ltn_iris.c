@@ -115,7 +115,7 @@ static void split(const flowers *all, int k, flowers *train, flowers *test) {
     }
 }
 
-/* Linear(4,16) ReLU Linear(16,outputs) [Sigmoid] under `prefix` in ps. */
+/* Linear(4,16) ReLU Linear(16,outputs) [Sigmoid] under `prefix` in ps, with the epsilon rule. */
 static strix_status mlp(strix_params *ps, const char *prefix, int outputs, bool sigmoid,
                         strix_sequential **out) {
     strix_backend *be = ps->be;
@@ -135,7 +135,8 @@ static strix_status mlp(strix_params *ps, const char *prefix, int outputs, bool 
         STRIX_TRY(strix_activation_new(be, STRIX_ACT_SIGMOID, &sig));
         STRIX_TRY(strix_sequential_add(*out, &sig->base));
     }
-    return STRIX_OK;
+    strix_lrp_composite rule = strix_lrp_composite_uniform(strix_lrp_epsilon(1e-6f));
+    return strix_lrp_assign(&(*out)->base, &rule); /* how strix_ltn_explain explains it */
 }
 
 /* (n, 4) backend tensor of the flowers' features (only those of species `only`, or all: -1). */

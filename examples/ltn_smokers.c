@@ -228,12 +228,15 @@ static strix_status add_layer(strix_sequential *s, strix_params *ps, int in, int
     return strix_sequential_add(s, &a->base);
 }
 
-/* Linear(in, 8) SiLU Linear(8, 8) SiLU Linear(8, 1) Sigmoid under prefix. */
+/* Linear(in, 8) SiLU Linear(8, 8) SiLU Linear(8, 1) Sigmoid under prefix, explained by the
+ * epsilon rule (1e-6). */
 static strix_status mlp(strix_params *ps, const char *prefix, int in, strix_sequential **out) {
     STRIX_TRY(strix_sequential_new(ps->be, prefix, out));
     STRIX_TRY(add_layer(*out, ps, in, HIDDEN, STRIX_ACT_SILU));
     STRIX_TRY(add_layer(*out, ps, HIDDEN, HIDDEN, STRIX_ACT_SILU));
-    return add_layer(*out, ps, HIDDEN, 1, STRIX_ACT_SIGMOID);
+    STRIX_TRY(add_layer(*out, ps, HIDDEN, 1, STRIX_ACT_SIGMOID));
+    strix_lrp_composite rule = strix_lrp_composite_uniform(strix_lrp_epsilon(1e-6f));
+    return strix_lrp_assign(&(*out)->base, &rule);
 }
 
 static strix_status model_new(strix_backend *be, uint64_t seed, model *m) {

@@ -26,6 +26,7 @@
 
 #include "strix/layers.h"
 #include "strix/logic.h"
+#include "strix/lrp.h"
 #include "strix/optim.h"
 #include "testlib.h"
 
@@ -489,6 +490,8 @@ static strix_sequential *sigmoid_linear(toy_kb *t, strix_backend *be, const char
     strix_activation *sig;
     OK(strix_activation_new(be, STRIX_ACT_SIGMOID, &sig));
     OK(strix_sequential_add(s, &sig->base));
+    strix_lrp_composite rule = strix_lrp_composite_uniform(strix_lrp_epsilon(1e-6f));
+    OK(strix_lrp_assign(&s->base, &rule));
     return s;
 }
 
@@ -686,10 +689,42 @@ static void test_errors(void **state) {
     x = strix_ltn_variable(kb, "x", &g3, NULL);
     T = strix_ltn_predicate_table(kb, "Tall", &b, NULL);
     OK(strix_ltn_axiom(kb, strix_ltn_forall(kb, x, strix_ltn_atom1(kb, T, x))));
-    float sat;
+    float sat, t;
     assert_int_equal(strix_ltn_forward(kb, &sat), STRIX_ERR_ARG);
     assert_non_null(strstr(strix_last_error(), "Tall"));
+    /* after a failed forward nothing reads the half-made state */
+    assert_int_equal(strix_ltn_truth(kb, (strix_ltn_expr){1}, &t, 3, NULL), STRIX_ERR_ARG);
+    assert_int_equal(strix_ltn_backward(kb), STRIX_ERR_ARG);
+    b.data[2] = 0.5f;
+    OK(strix_ltn_forward(kb, &sat));
+    /* a node added after a forward is not read (or differentiated) before the next forward */
+    strix_ltn_expr late = strix_ltn_not(kb, (strix_ltn_expr){2});
+    assert_int_equal(strix_ltn_truth(kb, late, &t, 1, NULL), STRIX_ERR_ARG);
+    assert_int_equal(strix_ltn_backward(kb), STRIX_ERR_ARG);
+    OK(strix_ltn_axiom(kb, late));
+    OK(strix_ltn_forward(kb, &sat));
+    OK(strix_ltn_truth(kb, late, &t, 1, NULL));
+    OK(strix_ltn_backward(kb));
+    OK(strix_ltn_set_semantics(kb, NULL)); /* NULL: the defaults, as strix_ltn_new */
     strix_ltn_free(kb);
+    /* a predicate module without LRP rules is named at explain */
+    strix_sequential *net;
+    OK(strix_sequential_new(be, "net", &net));
+    strix_activation *sig;
+    OK(strix_activation_new(be, STRIX_ACT_SIGMOID, &sig));
+    OK(strix_sequential_add(net, &sig->base));
+    OK(strix_ltn_new(be, NULL, &kb));
+    x = strix_ltn_variable(kb, "x", &g3, NULL);
+    strix_ltn_pred S = strix_ltn_predicate(kb, "Soft", &net->base, 1);
+    OK(strix_ltn_axiom(kb, strix_ltn_forall(kb, x, strix_ltn_atom1(kb, S, x))));
+    OK(strix_ltn_forward(kb, &sat));
+    assert_int_equal(strix_ltn_explain(kb, 0, 1e-6f), STRIX_ERR_ARG);
+    assert_non_null(strstr(strix_last_error(), "Soft"));
+    strix_lrp_composite rule = strix_lrp_composite_uniform(strix_lrp_epsilon(1e-6f));
+    OK(strix_lrp_assign(&net->base, &rule));
+    OK(strix_ltn_explain(kb, 0, 1e-6f));
+    strix_ltn_free(kb);
+    strix_module_free(&net->base);
     strix_tensor_free(&a), strix_tensor_free(&b);
     strix_backend_free(be);
 }

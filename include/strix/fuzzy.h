@@ -10,6 +10,10 @@
  * into ]0, 1] with pi_0(x) = (1 − ε)x + ε or into [0, 1[ with pi_1(x) = (1 − ε)x, ε =
  * STRIX_FUZZY_EPS (LTNtorch: AndProd and Implies' antecedent pi_0, OrProbSum and Implies'
  * consequent pi_1, Goguen's antecedent pi_0, Exists pi_0, Forall pi_1).
+ *
+ * Numbers are float32, as LTNtorch's: without the stable maps, Exists over truth values 0 and
+ * Forall over 1 have NaN gradients (a p-mean's derivative at 0), and a p far above 10 underflows
+ * (x^p of a truth value below 1); the stable operators and a moderate p avoid both.
  */
 #ifndef STRIX_FUZZY_H
 #define STRIX_FUZZY_H

@@ -51,7 +51,9 @@ typedef struct strix_ltn strix_ltn;
 /* A knowledge base on backend be with the semantics `sem` (NULL: strix_fuzzy_default()).
  * STRIX_ERR_ARG for bad semantics (p <= 0, a norm or implication out of range), ERR_ALLOC. */
 STRIX_API strix_status strix_ltn_new(strix_backend *be, const strix_fuzzy *sem, strix_ltn **out);
-/* Frees the knowledge base (not the modules, tensors and gradients it was given). NULL: no-op. */
+/* Frees the knowledge base (not the modules, tensors and gradients it was given), before its
+ * backend. NULL: no-op. Handles belong to the knowledge base that made them: one of another
+ * knowledge base is not detected. */
 STRIX_API void strix_ltn_free(strix_ltn *kb);
 /* The semantics of the connectives and quantifiers built from now on (each node keeps the
  * semantics it was built with). STRIX_ERR_ARG as strix_ltn_new. */
@@ -147,10 +149,13 @@ STRIX_API strix_status strix_ltn_truth(strix_ltn *kb, strix_ltn_expr a, float *o
  * rules of strix_logic_pointwise (S-implications as Or(Not a, b)); a broadcast operand gets the
  * sum over the axes it was broadcast along; Exists splits by strix_aggregator_lrp (x^p/stab(n·
  * mean x^p)), Forall and SatAgg by the epsilon rule of the plain mean (x_i/stab(Σx), exact
- * conservation for p = 1; the p-mean error is not a sum for p != 1); an atom's relevance goes
+ * conservation for p = 1; the p-mean error is not a sum for p != 1; a guard that keeps nothing
+ * passes nothing on); an atom's relevance goes
  * through its module's own rule (strix_module_relevance_ex) to the module's input, which is
  * split back to the arguments and added up per grounding. eps: the stabiliser of every logic
- * rule. After the call, strix_ltn_relevance reads the result. */
+ * rule. STRIX_ERR_ARG before a forward of the knowledge base as it is, for which out of range, or
+ * when a predicate's module has no LRP rule (assign one with strix_lrp_assign, strix/lrp.h).
+ * After the call, strix_ltn_relevance reads the result. */
 STRIX_API strix_status strix_ltn_explain(strix_ltn *kb, int which, float eps);
 /* Relevance of the groundings of variable x: (n, features) floats to host `out` (cap floats).
  * Also *total (may be NULL) = the sum. STRIX_ERR_ARG before strix_ltn_explain or when cap is

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "strix/logic.h"
+#include "strix/lrp.h"
 
 #define NAME_MAX_LEN 48
 
@@ -83,6 +84,9 @@ struct strix_ltn {
 };
 
 // ---- errors and handles ------------------------------------------------------------------------
+
+/* A NULL knowledge base is a contract violation (strix/core.h's STRIX_ASSERT). */
+#define KB_ASSERT(kb) STRIX_ASSERT((kb) != NULL, "ltn: NULL knowledge base")
 
 /* Latches the first error (its message stays in strix_last_error()). */
 static void latch(strix_ltn *kb, strix_status s) {
@@ -168,12 +172,18 @@ void strix_ltn_free(strix_ltn *kb) {
 }
 
 strix_status strix_ltn_set_semantics(strix_ltn *kb, const strix_fuzzy *sem) {
+    KB_ASSERT(kb);
+    strix_fuzzy defaults = strix_fuzzy_default();
+    if (!sem) sem = &defaults;
     STRIX_TRY(strix_fuzzy_check(sem));
     kb->sem = *sem;
     return STRIX_OK;
 }
 
-strix_status strix_ltn_status(const strix_ltn *kb) { return kb->error; }
+strix_status strix_ltn_status(const strix_ltn *kb) {
+    KB_ASSERT(kb);
+    return kb->error;
+}
 
 // ---- terms -------------------------------------------------------------------------------------
 
@@ -209,11 +219,13 @@ static strix_ltn_var add_variable(strix_ltn *kb, const char *name, const strix_t
 
 strix_ltn_var strix_ltn_variable(strix_ltn *kb, const char *name, const strix_tensor *groundings,
                                  float *grad) {
+    KB_ASSERT(kb);
     return add_variable(kb, name, groundings, grad, -1);
 }
 
 strix_ltn_var strix_ltn_constant(strix_ltn *kb, const char *name, const strix_tensor *groundings,
                                  float *grad, int row) {
+    KB_ASSERT(kb);
     if (row < 0) {
         latch(kb, strix_error(STRIX_ERR_ARG, "ltn: constant %s: row %d", name ? name : "?", row));
         return (strix_ltn_var){0};
@@ -222,6 +234,7 @@ strix_ltn_var strix_ltn_constant(strix_ltn *kb, const char *name, const strix_te
 }
 
 int strix_ltn_variable_size(const strix_ltn *kb, strix_ltn_var x) {
+    KB_ASSERT(kb);
     return var_ok(kb, x) ? (int)kb->vars[x.id - 1].n : 0;
 }
 
@@ -247,6 +260,7 @@ static strix_ltn_pred add_predicate(strix_ltn *kb, const char *name, strix_modul
 }
 
 strix_ltn_pred strix_ltn_predicate(strix_ltn *kb, const char *name, strix_module *m, int arity) {
+    KB_ASSERT(kb);
     if (!m || arity < 1 || arity > STRIX_LTN_MAX_FREE) {
         latch(kb, strix_error(STRIX_ERR_ARG, "ltn: predicate %s: %s", name ? name : "?",
                               m ? "arity out of 1..4" : "NULL module"));
@@ -257,6 +271,7 @@ strix_ltn_pred strix_ltn_predicate(strix_ltn *kb, const char *name, strix_module
 
 strix_ltn_pred strix_ltn_predicate_table(strix_ltn *kb, const char *name,
                                          const strix_tensor *truth, float *grad) {
+    KB_ASSERT(kb);
     if (!truth || truth->ndim < 1 || truth->ndim > STRIX_LTN_MAX_FREE ||
         strix_tensor_numel(truth) < 1) {
         latch(kb, strix_error(STRIX_ERR_ARG, "ltn: table predicate %s needs a truth table of 1 "
@@ -276,7 +291,7 @@ static ltn_node *new_node(strix_ltn *kb, node_kind kind, int *index) {
         return NULL;
     }
     kb->nodes[i].kind = kind;
-    kb->ready = false;
+    kb->ready = kb->forwarded = kb->explained = false; /* the next forward sizes the new node */
     *index = i;
     return &kb->nodes[i];
 }
@@ -346,6 +361,7 @@ static strix_status child_map(strix_ltn *kb, const ltn_node *node, const ltn_nod
 
 strix_ltn_expr strix_ltn_atom(strix_ltn *kb, strix_ltn_pred p, int arity,
                               const strix_ltn_var *args) {
+    KB_ASSERT(kb);
     if (kb->error) return (strix_ltn_expr){0};
     if (!pred_ok(kb, p)) return bad_expr(kb, strix_error(STRIX_ERR_ARG, "ltn: atom of a bad "
                                                          "predicate handle"));
@@ -451,18 +467,23 @@ static strix_ltn_expr connective(strix_ltn *kb, strix_connective kind, strix_ltn
 }
 
 strix_ltn_expr strix_ltn_not(strix_ltn *kb, strix_ltn_expr a) {
+    KB_ASSERT(kb);
     return connective(kb, STRIX_CONNECTIVE_NOT, a, (strix_ltn_expr){0});
 }
 strix_ltn_expr strix_ltn_and(strix_ltn *kb, strix_ltn_expr a, strix_ltn_expr b) {
+    KB_ASSERT(kb);
     return connective(kb, STRIX_CONNECTIVE_AND, a, b);
 }
 strix_ltn_expr strix_ltn_or(strix_ltn *kb, strix_ltn_expr a, strix_ltn_expr b) {
+    KB_ASSERT(kb);
     return connective(kb, STRIX_CONNECTIVE_OR, a, b);
 }
 strix_ltn_expr strix_ltn_implies(strix_ltn *kb, strix_ltn_expr a, strix_ltn_expr b) {
+    KB_ASSERT(kb);
     return connective(kb, STRIX_CONNECTIVE_IMPLIES, a, b);
 }
 strix_ltn_expr strix_ltn_equiv(strix_ltn *kb, strix_ltn_expr a, strix_ltn_expr b) {
+    KB_ASSERT(kb);
     return connective(kb, STRIX_CONNECTIVE_EQUIV, a, b);
 }
 
@@ -514,23 +535,28 @@ static strix_ltn_expr quantifier(strix_ltn *kb, strix_quantifier kind, strix_ltn
 }
 
 strix_ltn_expr strix_ltn_forall(strix_ltn *kb, strix_ltn_var x, strix_ltn_expr a) {
+    KB_ASSERT(kb);
     return quantifier(kb, STRIX_FORALL, x, a, NULL);
 }
 strix_ltn_expr strix_ltn_exists(strix_ltn *kb, strix_ltn_var x, strix_ltn_expr a) {
+    KB_ASSERT(kb);
     return quantifier(kb, STRIX_EXISTS, x, a, NULL);
 }
 strix_ltn_expr strix_ltn_forall_where(strix_ltn *kb, strix_ltn_var x, strix_ltn_expr a,
                                       const float *keep) {
+    KB_ASSERT(kb);
     if (!keep) return bad_expr(kb, strix_error(STRIX_ERR_ARG, "ltn: forall_where: NULL keep"));
     return quantifier(kb, STRIX_FORALL, x, a, keep);
 }
 strix_ltn_expr strix_ltn_exists_where(strix_ltn *kb, strix_ltn_var x, strix_ltn_expr a,
                                       const float *keep) {
+    KB_ASSERT(kb);
     if (!keep) return bad_expr(kb, strix_error(STRIX_ERR_ARG, "ltn: exists_where: NULL keep"));
     return quantifier(kb, STRIX_EXISTS, x, a, keep);
 }
 
 strix_status strix_ltn_axiom(strix_ltn *kb, strix_ltn_expr a) {
+    KB_ASSERT(kb);
     if (kb->error) return kb->error;
     if (!expr_ok(kb, a)) return strix_error(STRIX_ERR_ARG, "ltn: axiom of a bad expression handle");
     const ltn_node *n = &kb->nodes[a.id - 1];
@@ -543,7 +569,7 @@ strix_status strix_ltn_axiom(strix_ltn *kb, strix_ltn_expr a) {
     int i = grow((void **)&kb->axioms, &kb->naxioms, &kb->cap_axioms, sizeof *kb->axioms);
     if (i < 0) return strix_error(STRIX_ERR_ALLOC, "ltn: out of memory");
     kb->axioms[i] = a.id - 1;
-    kb->ready = false;
+    kb->ready = kb->forwarded = kb->explained = false;
     return STRIX_OK;
 }
 
@@ -686,8 +712,10 @@ static strix_status node_forward(strix_ltn *kb, ltn_node *n) {
 }
 
 strix_status strix_ltn_forward(strix_ltn *kb, float *sat) {
+    KB_ASSERT(kb);
     if (kb->error) return kb->error;
     if (kb->naxioms == 0) return strix_error(STRIX_ERR_ARG, "ltn: the knowledge base has no axiom");
+    kb->forwarded = kb->explained = false; /* until this forward succeeds */
     STRIX_TRY(prepare(kb));
     for (int i = 0; i < kb->nnodes; i++) STRIX_TRY(node_forward(kb, &kb->nodes[i]));
     for (int k = 0; k < kb->naxioms; k++)
@@ -809,8 +837,11 @@ static strix_status reverse_walk(strix_ltn *kb, bool rel, float eps) {
 strix_status strix_ltn_backward(strix_ltn *kb) { return strix_ltn_backward_scaled(kb, 1.0f); }
 
 strix_status strix_ltn_backward_scaled(strix_ltn *kb, float scale) {
+    KB_ASSERT(kb);
     if (kb->error) return kb->error;
-    if (!kb->forwarded) return strix_error(STRIX_ERR_ARG, "ltn: backward before forward");
+    if (!kb->forwarded)
+        return strix_error(STRIX_ERR_ARG, "ltn: backward needs a forward of the knowledge base as "
+                           "it is now (none yet, a failed one, or nodes added since)");
     STRIX_TRY(zero_nodes(kb, false));
     /* loss = 1 − sat: d loss / d sat = −1 (times scale), through SatAgg to the axioms. */
     STRIX_TRY(strix_fill(kb->be, kb->one.data, -scale, 1));
@@ -824,8 +855,17 @@ strix_status strix_ltn_backward_scaled(strix_ltn *kb, float scale) {
 }
 
 strix_status strix_ltn_explain(strix_ltn *kb, int which, float eps) {
+    KB_ASSERT(kb);
     if (kb->error) return kb->error;
-    if (!kb->forwarded) return strix_error(STRIX_ERR_ARG, "ltn: explain before forward");
+    if (!kb->forwarded)
+        return strix_error(STRIX_ERR_ARG, "ltn: explain needs a forward of the knowledge base as "
+                           "it is now (none yet, a failed one, or nodes added since)");
+    for (int i = 0; i < kb->npreds; i++) { /* the predicates' modules need their LRP rules */
+        const ltn_predicate *p = &kb->preds[i];
+        if (p->m && strix_lrp_check(p->m) != STRIX_OK)
+            return strix_error(STRIX_ERR_ARG, "ltn: predicate %s: %s", p->name,
+                               strix_last_error());
+    }
     if (which < -1 || which >= kb->naxioms)
         return strix_error(STRIX_ERR_ARG, "ltn: explain axiom %d of %d", which, kb->naxioms);
     if (!(eps >= 0.0f) || !isfinite(eps))
@@ -863,7 +903,8 @@ static strix_status read_node(strix_ltn *kb, strix_ltn_expr a, bool rel, float *
                               size_t *count) {
     if (!expr_ok(kb, a)) return strix_error(STRIX_ERR_ARG, "ltn: a bad expression handle");
     if (!kb->forwarded || (rel && !kb->explained))
-        return strix_error(STRIX_ERR_ARG, "ltn: no %s yet", rel ? "explanation" : "forward");
+        return strix_error(STRIX_ERR_ARG, "ltn: no %s of the knowledge base as it is now",
+                           rel ? "explanation" : "forward");
     const ltn_node *n = &kb->nodes[a.id - 1];
     if (count) *count = n->size;
     if (cap < n->size)
@@ -874,18 +915,22 @@ static strix_status read_node(strix_ltn *kb, strix_ltn_expr a, bool rel, float *
 
 strix_status strix_ltn_truth(strix_ltn *kb, strix_ltn_expr a, float *out, size_t cap,
                              size_t *count) {
+    KB_ASSERT(kb);
     return read_node(kb, a, false, out, cap, count);
 }
 
 strix_status strix_ltn_expr_relevance(strix_ltn *kb, strix_ltn_expr a, float *out, size_t cap,
                                       size_t *count) {
+    KB_ASSERT(kb);
     return read_node(kb, a, true, out, cap, count);
 }
 
 strix_status strix_ltn_relevance(strix_ltn *kb, strix_ltn_var x, float *out, size_t cap,
                                  double *total) {
+    KB_ASSERT(kb);
     if (!var_ok(kb, x)) return strix_error(STRIX_ERR_ARG, "ltn: a bad variable handle");
-    if (!kb->explained) return strix_error(STRIX_ERR_ARG, "ltn: no explanation yet");
+    if (!kb->explained)
+        return strix_error(STRIX_ERR_ARG, "ltn: no explanation of the knowledge base as it is now");
     const ltn_variable *v = &kb->vars[x.id - 1];
     size_t n = v->n * v->features;
     if (cap < n) return strix_error(STRIX_ERR_ARG, "ltn: %zu values need room for %zu", n, cap);
@@ -898,7 +943,10 @@ strix_status strix_ltn_relevance(strix_ltn *kb, strix_ltn_var x, float *out, siz
     return STRIX_OK;
 }
 
-float strix_ltn_relevance_seed(const strix_ltn *kb) { return kb->seed; }
+float strix_ltn_relevance_seed(const strix_ltn *kb) {
+    KB_ASSERT(kb);
+    return kb->seed;
+}
 
 // ---- the trainer's view ------------------------------------------------------------------------
 
@@ -913,5 +961,6 @@ static strix_status ltn_loss_step(void *ctx, int64_t step, int micro, float grad
 }
 
 void strix_ltn_train_model(strix_ltn *kb, strix_params *ps, strix_train_model *out) {
+    KB_ASSERT(kb);
     *out = (strix_train_model){.ctx = kb, .params = ps, .loss_step = ltn_loss_step};
 }
