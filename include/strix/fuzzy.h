@@ -78,10 +78,11 @@ STRIX_API strix_status strix_connective_new(strix_backend *be, strix_connective 
 typedef enum strix_quantifier { STRIX_FORALL = 0, STRIX_EXISTS } strix_quantifier;
 
 /* A quantifier module on be, aggregating over the leading axis. Forward: x (n, cols) (or (n))
- * truth values, and optionally io.mask (n) (backend memory, 1 = the row takes part; a guarded
- * quantifier) -> (cols) truth values: Exists the p-mean (mean x'^p)^(1/p), x' = pi_0(x) when
+ * truth values, and optionally io.mask (backend memory, != 0 takes part; a guarded quantifier):
+ * (n) one guard per row, or (n, cols) one per cell (each column over its own cells) -> (cols)
+ * truth values: Exists the p-mean (mean x'^p)^(1/p), x' = pi_0(x) when
  * stable; Forall the p-mean error 1 − (mean (1 − x')^p)^(1/p), x' = pi_1(x) when stable; over
- * the kept rows only; none kept: Forall 1, Exists 0 (LTNtorch's rule) with gradient 0. Backward
+ * the kept rows (cells) only; none kept: Forall 1, Exists 0 (LTNtorch's rule) with gradient 0. Backward
  * (`=`, dropped rows 0) and relevance likewise: Exists splits r by strix_aggregator_lrp over x';
  * Forall by the epsilon rule of the plain mean, x'_i/stab(Σ x'), exact conservation for p = 1.
  * STRIX_ERR_ARG for n == 0, bad semantics or truth values; ERR_SHAPE; ERR_ALLOC. */

@@ -114,6 +114,21 @@ STRIX_API strix_ltn_expr strix_ltn_forall_where(strix_ltn *kb, strix_ltn_var x, 
 STRIX_API strix_ltn_expr strix_ltn_exists_where(strix_ltn *kb, strix_ltn_var x, strix_ltn_expr a,
                                                 const float *keep);
 
+/* A guard over several variables (LTN's guarded quantifier with a condition on variables):
+ * called once per cell of the quantified formula's grid when the quantifier is built, with
+ * vars[0..count) its free variables (the quantified one first, then the others in order) and
+ * rows[i] the individual of vars[i] in that cell (0-based among the variable's groundings);
+ * true keeps the cell, e.g. rows[0] != rows[1] for ∀y[y ≠ x]. A formula cell whose every cell
+ * along the quantified variable is dropped gets Forall 1, Exists 0, as with keep. */
+typedef bool (*strix_ltn_guard)(const strix_ltn_var *vars, const int *rows, int count,
+                                void *user);
+STRIX_API strix_ltn_expr strix_ltn_forall_guarded(strix_ltn *kb, strix_ltn_var x,
+                                                  strix_ltn_expr a, strix_ltn_guard keep,
+                                                  void *user);
+STRIX_API strix_ltn_expr strix_ltn_exists_guarded(strix_ltn *kb, strix_ltn_var x,
+                                                  strix_ltn_expr a, strix_ltn_guard keep,
+                                                  void *user);
+
 /* Adds a closed formula (every free variable of a has one individual, e.g. a quantified formula
  * or a fact on constants) to the knowledge base's axioms. STRIX_ERR_ARG for an open formula
  * (its variable named) or a bad handle; the first builder error if any. */

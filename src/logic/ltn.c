@@ -487,9 +487,34 @@ strix_ltn_expr strix_ltn_equiv(strix_ltn *kb, strix_ltn_expr a, strix_ltn_expr b
     return connective(kb, STRIX_CONNECTIVE_EQUIV, a, b);
 }
 
-/* A quantifier node over variable x of a, guarded by keep (host, x's size) or not. */
+/* The (n_x, rest) guard of a quantifier node from a guard callback (host floats, 1 keeps). */
+static strix_status guard_cells(strix_ltn *kb, const int *order, int count, size_t cells,
+                                strix_ltn_guard guard, void *user, strix_tensor *mask) {
+    float *host = malloc(cells * sizeof(float));
+    if (!host) return strix_error(STRIX_ERR_ALLOC, "ltn: out of memory");
+    strix_ltn_var vars[STRIX_LTN_MAX_FREE + 1];
+    for (int i = 0; i < count; i++) vars[i] = (strix_ltn_var){order[i] + 1};
+    size_t coords[STRIX_LTN_MAX_FREE + 1];
+    int rows[STRIX_LTN_MAX_FREE + 1];
+    for (size_t g = 0; g < cells; g++) {
+        cell_coords(kb, count, order, g, coords);
+        for (int i = 0; i < count; i++) rows[i] = (int)coords[i];
+        host[g] = guard(vars, rows, count, user) ? 1.0f : 0.0f;
+    }
+    size_t n_x = kb->vars[order[0]].n;
+    strix_status s = strix_tensor_new(kb->be, 2, (int64_t[]){(int64_t)n_x,
+                                                            (int64_t)(cells / n_x)}, mask);
+    if (s == STRIX_OK)
+        s = strix_copy(kb->be, mask->data, host, cells * sizeof(float), STRIX_COPY_H2D);
+    free(host);
+    return s;
+}
+
+/* A quantifier node over variable x of a, guarded by keep (host, x's size), by a guard callback
+ * over the cells, or not at all. */
 static strix_ltn_expr quantifier(strix_ltn *kb, strix_quantifier kind, strix_ltn_var x,
-                                 strix_ltn_expr a, const float *keep) {
+                                 strix_ltn_expr a, const float *keep, strix_ltn_guard guard,
+                                 void *user) {
     const char *name = kind == STRIX_FORALL ? "forall" : "exists";
     if (kb->error) return (strix_ltn_expr){0};
     if (!var_ok(kb, x) || !expr_ok(kb, a))
@@ -530,29 +555,44 @@ static strix_ltn_expr quantifier(strix_ltn *kb, strix_quantifier kind, strix_ltn
         if (s == STRIX_OK)
             s = strix_copy(kb->be, n->mask.data, keep, v->n * sizeof(float), STRIX_COPY_H2D);
     }
+    if (s == STRIX_OK && guard)
+        s = guard_cells(kb, order, n->nvars + 1, n->map_count, guard, user, &n->mask);
     if (s != STRIX_OK) return bad_expr(kb, s);
     return (strix_ltn_expr){index + 1};
 }
 
 strix_ltn_expr strix_ltn_forall(strix_ltn *kb, strix_ltn_var x, strix_ltn_expr a) {
     KB_ASSERT(kb);
-    return quantifier(kb, STRIX_FORALL, x, a, NULL);
+    return quantifier(kb, STRIX_FORALL, x, a, NULL, NULL, NULL);
 }
 strix_ltn_expr strix_ltn_exists(strix_ltn *kb, strix_ltn_var x, strix_ltn_expr a) {
     KB_ASSERT(kb);
-    return quantifier(kb, STRIX_EXISTS, x, a, NULL);
+    return quantifier(kb, STRIX_EXISTS, x, a, NULL, NULL, NULL);
 }
 strix_ltn_expr strix_ltn_forall_where(strix_ltn *kb, strix_ltn_var x, strix_ltn_expr a,
                                       const float *keep) {
     KB_ASSERT(kb);
     if (!keep) return bad_expr(kb, strix_error(STRIX_ERR_ARG, "ltn: forall_where: NULL keep"));
-    return quantifier(kb, STRIX_FORALL, x, a, keep);
+    return quantifier(kb, STRIX_FORALL, x, a, keep, NULL, NULL);
 }
 strix_ltn_expr strix_ltn_exists_where(strix_ltn *kb, strix_ltn_var x, strix_ltn_expr a,
                                       const float *keep) {
     KB_ASSERT(kb);
     if (!keep) return bad_expr(kb, strix_error(STRIX_ERR_ARG, "ltn: exists_where: NULL keep"));
-    return quantifier(kb, STRIX_EXISTS, x, a, keep);
+    return quantifier(kb, STRIX_EXISTS, x, a, keep, NULL, NULL);
+}
+
+strix_ltn_expr strix_ltn_forall_guarded(strix_ltn *kb, strix_ltn_var x, strix_ltn_expr a,
+                                        strix_ltn_guard keep, void *user) {
+    KB_ASSERT(kb);
+    if (!keep) return bad_expr(kb, strix_error(STRIX_ERR_ARG, "ltn: forall_guarded: NULL guard"));
+    return quantifier(kb, STRIX_FORALL, x, a, NULL, keep, user);
+}
+strix_ltn_expr strix_ltn_exists_guarded(strix_ltn *kb, strix_ltn_var x, strix_ltn_expr a,
+                                        strix_ltn_guard keep, void *user) {
+    KB_ASSERT(kb);
+    if (!keep) return bad_expr(kb, strix_error(STRIX_ERR_ARG, "ltn: exists_guarded: NULL guard"));
+    return quantifier(kb, STRIX_EXISTS, x, a, NULL, keep, user);
 }
 
 strix_status strix_ltn_axiom(strix_ltn *kb, strix_ltn_expr a) {

@@ -332,6 +332,14 @@ typedef struct quant_work {
     strix_tensor dt, dx;        /* (kept, cols), (n, cols) */
     float *host;
     size_t host_cap;
+    /* A guard per cell (an (n, cols) mask): every row stays (kept == n), the aggregator runs over
+     * all n with the dropped cells at 0 and its mean rescaled by n/c_j, c_j the column's count. */
+    bool cells;
+    strix_tensor keep, drop;    /* (n, cols): 1/0 and 0/1 of the guard */
+    strix_tensor cell_scale;    /* (n, cols): keep·n/c_j (the backward's 1/c_j for its 1/n) */
+    strix_tensor col_scale, col_root, col_empty; /* (cols): n/c_j, (n/c_j)^(1/p), c_j == 0 */
+    strix_tensor mean_all;      /* (cols): the aggregator's Σ/n over the cells kept */
+    strix_tensor tb;            /* (n, cols): t with the dropped cells at 1 (backward) */
 } quant_work;
 
 typedef struct fuzzy_quantifier {
@@ -345,20 +353,74 @@ static const char *quant_name(const fuzzy_quantifier *m) {
     return m->kind == STRIX_FORALL ? "Forall" : "Exists";
 }
 
-/* The kept rows of the mask (backend (n) floats, or NULL: all), uploaded as w->rows. */
+/* Uploads n host floats into t, made (rows, cols). */
+static strix_status upload_as(strix_backend *be, strix_tensor *t, size_t rows, size_t cols,
+                              const float *host) {
+    STRIX_TRY(strix_tensor_ensure(be, t, 2, (int64_t[]){(int64_t)rows, (int64_t)cols}));
+    return strix_copy(be, t->data, host, rows * cols * sizeof(float), STRIX_COPY_H2D);
+}
+
+/* The tensors of a per-cell guard (w->host holds the (n, cols) mask); w->cells stays false when
+ * every cell is kept. */
+static strix_status quant_cells(fuzzy_quantifier *m) {
+    quant_work *w = m->work;
+    strix_backend *be = m->base.be;
+    size_t n = w->n, cols = w->cols, all = n * cols;
+    float *buf = malloc((3 * all + 3 * cols) * sizeof(float));
+    if (!buf) return NN_ALLOC_FAIL(quant_name(m));
+    float *keep = buf, *drop = buf + all, *scale = buf + 2 * all, *col = buf + 3 * all;
+    float *root = col + cols, *empty = root + cols;
+    float p = m->kind == STRIX_FORALL ? m->sem.p_forall : m->sem.p_exists;
+    bool full = true;
+    for (size_t j = 0; j < cols; j++) {
+        size_t count = 0;
+        for (size_t i = 0; i < n; i++) count += w->host[i * cols + j] != 0.0f;
+        full = full && count == n;
+        col[j] = count ? (float)n / (float)count : 0.0f;
+        root[j] = count ? powf(col[j], 1.0f / p) : 0.0f;
+        empty[j] = count ? 0.0f : 1.0f;
+    }
+    for (size_t k = 0; k < all; k++) {
+        keep[k] = w->host[k] != 0.0f ? 1.0f : 0.0f;
+        drop[k] = 1.0f - keep[k];
+        scale[k] = keep[k] * col[k % cols];
+    }
+    strix_status s = STRIX_OK;
+    w->cells = !full;
+    if (w->cells) {
+        s = upload_as(be, &w->keep, n, cols, keep);
+        if (s == STRIX_OK) s = upload_as(be, &w->drop, n, cols, drop);
+        if (s == STRIX_OK) s = upload_as(be, &w->cell_scale, n, cols, scale);
+        if (s == STRIX_OK) s = upload_as(be, &w->col_scale, 1, cols, col);
+        if (s == STRIX_OK) s = upload_as(be, &w->col_root, 1, cols, root);
+        if (s == STRIX_OK) s = upload_as(be, &w->col_empty, 1, cols, empty);
+    }
+    free(buf);
+    return s;
+}
+
+/* The guard io.mask: NULL (every row), (n) floats (the kept rows, uploaded as w->rows) or
+ * (n, cols) floats (a guard per cell, quant_cells); != 0 keeps. */
 static strix_status quant_rows(fuzzy_quantifier *m, const strix_tensor *mask) {
     quant_work *w = m->work;
     strix_backend *be = m->base.be;
     w->kept = w->n;
+    w->cells = false;
     if (!mask) return STRIX_OK;
-    if (strix_tensor_numel(mask) != (int64_t)w->n)
-        return strix_error(STRIX_ERR_SHAPE, "%s: a mask of %lld values for %zu rows",
-                           quant_name(m), (long long)strix_tensor_numel(mask), w->n);
-    if (w->n > w->host_cap) {
-        float *grown = realloc(w->host, w->n * sizeof(float));
+    size_t numel = (size_t)strix_tensor_numel(mask);
+    bool per_cell = w->cols > 1 && numel == w->n * w->cols;
+    if (numel != w->n && !per_cell)
+        return strix_error(STRIX_ERR_SHAPE, "%s: a mask of %zu values for %zu rows of %zu",
+                           quant_name(m), numel, w->n, w->cols);
+    if (numel > w->host_cap) {
+        float *grown = realloc(w->host, numel * sizeof(float));
         if (!grown) return NN_ALLOC_FAIL(quant_name(m));
         w->host = grown;
-        w->host_cap = w->n;
+        w->host_cap = numel;
+    }
+    if (per_cell) {
+        STRIX_TRY(strix_copy(be, w->host, mask->data, numel * sizeof(float), STRIX_COPY_D2H));
+        return quant_cells(m);
     }
     if (w->n > w->host_rows_cap) {
         int32_t *grown = realloc(w->host_rows, w->n * sizeof(int32_t));
@@ -409,12 +471,22 @@ static strix_status quant_forward_ex(strix_module *mod, strix_module_io *io) {
     STRIX_TRY(affine(be, src, map.mul, map.add, w->t.data, count));
     STRIX_TRY(nn_ensure1(be, &w->mean_pow, (int64_t)w->cols));
     float p = forall ? m->sem.p_forall : m->sem.p_exists;
-    if (!forall)
-        return strix_aggregator_forward(be, w->t.data, w->mean_pow.data, w->out.data, w->kept,
-                                        w->cols, p);
-    STRIX_TRY(nn_ensure1(be, &w->m, (int64_t)w->cols));
-    STRIX_TRY(strix_aggregator_forward(be, w->t.data, w->mean_pow.data, w->m.data, w->kept,
-                                       w->cols, p));
+    if (forall) STRIX_TRY(nn_ensure1(be, &w->m, (int64_t)w->cols));
+    float *agg_out = forall ? w->m.data : w->out.data;
+    if (!w->cells) {
+        STRIX_TRY(strix_aggregator_forward(be, w->t.data, w->mean_pow.data, agg_out, w->kept,
+                                           w->cols, p));
+    } else { /* the dropped cells add 0; then the mean over c_j, not n */
+        STRIX_TRY(strix_mul(be, w->t.data, w->keep.data, w->t.data, count));
+        STRIX_TRY(nn_ensure1(be, &w->mean_all, (int64_t)w->cols));
+        STRIX_TRY(strix_aggregator_forward(be, w->t.data, w->mean_all.data, agg_out, w->n,
+                                           w->cols, p));
+        STRIX_TRY(strix_mul(be, agg_out, w->col_root.data, agg_out, w->cols));
+        /* the backward's mean: Σ/c_j, and 1 (any finite value) for an empty column */
+        STRIX_TRY(strix_mul(be, w->mean_all.data, w->col_scale.data, w->mean_pow.data, w->cols));
+        STRIX_TRY(strix_add(be, w->mean_pow.data, w->col_empty.data, w->mean_pow.data, w->cols));
+    }
+    if (!forall) return STRIX_OK;
     return affine(be, w->m.data, -1.0f, 1.0f, w->out.data, w->cols);
 }
 
@@ -450,22 +522,32 @@ static strix_status quant_reverse(fuzzy_quantifier *m, strix_module_io *io, int 
     if (pass == 1) {
         /* Exists: d/dx = (1 − ε or 1)·agg'(x'). Forall: out = 1 − agg(u), u = 1 − x': the two
          * minus signs cancel, the same form on u. */
-        STRIX_TRY(strix_aggregator_backward(be, w->t.data, w->mean_pow.data, g->data, w->dt.data,
+        const float *t = w->t.data;
+        if (w->cells) { /* the dropped cells at 1 (no 0^(p−1)), their gradient scaled to 0 */
+            STRIX_TRY(strix_tensor_ensure(be, &w->tb, 2, (int64_t[]){(int64_t)w->n,
+                                                                      (int64_t)w->cols}));
+            STRIX_TRY(strix_add(be, w->t.data, w->drop.data, w->tb.data, count));
+            t = w->tb.data;
+        }
+        STRIX_TRY(strix_aggregator_backward(be, t, w->mean_pow.data, g->data, w->dt.data,
                                             w->kept, w->cols, p));
+        if (w->cells) STRIX_TRY(strix_mul(be, w->dt.data, w->cell_scale.data, w->dt.data, count));
         if (m->sem.stable)
             STRIX_TRY(affine(be, w->dt.data, 1.0f - STRIX_FUZZY_EPS, 0.0f, w->dt.data, count));
         return quant_spread(m, w->dt.data);
     }
     float eps = m->base.rule.epsilon;
-    if (!forall) {
-        STRIX_TRY(strix_aggregator_lrp(be, w->t.data, w->mean_pow.data, g->data, w->dt.data,
-                                       w->kept, w->cols, p, eps));
+    if (!forall) { /* with a per-cell guard, Σ/n over the kept cells: n·mean = their Σ */
+        const float *mean = w->cells ? w->mean_all.data : w->mean_pow.data;
+        STRIX_TRY(strix_aggregator_lrp(be, w->t.data, mean, g->data, w->dt.data, w->kept,
+                                       w->cols, p, eps));
         return quant_spread(m, w->dt.data);
     }
     /* Forall: the epsilon rule of the plain mean over x' = 1 − u. */
     STRIX_TRY(strix_tensor_ensure(be, &w->plain, 2, (int64_t[]){(int64_t)w->kept,
                                                                  (int64_t)w->cols}));
     STRIX_TRY(affine(be, w->t.data, -1.0f, 1.0f, w->plain.data, count));
+    if (w->cells) STRIX_TRY(strix_mul(be, w->plain.data, w->keep.data, w->plain.data, count));
     STRIX_TRY(nn_ensure1(be, &w->mean1, (int64_t)w->cols));
     STRIX_TRY(nn_ensure1(be, &w->m, (int64_t)w->cols));
     STRIX_TRY(strix_aggregator_forward(be, w->plain.data, w->mean1.data, w->m.data, w->kept,
@@ -490,7 +572,9 @@ static void quant_destroy(strix_module *mod) {
     free(w->host_rows);
     free(w->host);
     strix_tensor *tensors[] = {&w->kept_x, &w->t, &w->mean_pow, &w->m, &w->out, &w->plain,
-                               &w->mean1, &w->dt, &w->dx};
+                               &w->mean1, &w->dt, &w->dx, &w->keep, &w->drop, &w->cell_scale,
+                               &w->col_scale, &w->col_root, &w->col_empty, &w->mean_all,
+                               &w->tb};
     for (size_t i = 0; i < sizeof tensors / sizeof tensors[0]; i++) strix_tensor_free(tensors[i]);
     free(m);
 }
