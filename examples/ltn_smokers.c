@@ -16,8 +16,10 @@
  * Facts on one person are guarded quantifiers over p; facts on pairs quantify a variable over the
  * pairs, grounded as the two embeddings side by side (gathered from the embedding every step,
  * their gradient scattered back), with Friends' own network as a one-place predicate: strix/logic.h
- * has no aggregator over a list of closed formulas and no guard over two variables, and one
- * axiom per fact (65 of them) would weigh the facts far more than the notebooks do.
+ * has no aggregator over a list of closed formulas, a guard over two variables
+ * (strix_ltn_forall_guarded) would aggregate by nested Foralls rather than one p-mean error over
+ * the listed pairs, and one axiom per fact (65 of them) would weigh the facts far more than the
+ * notebooks do.
  * Rules (p, q over all 14 people; Forall p = 2 unless stated):
  *   6 ∀p ¬Friends(p,p) (p = 5)                 7 ∀p,q Friends(p,q) → Friends(q,p) (p = 5; the
  *   8 ∀p ∃q Friends(p,q)                         notebooks write symmetry as an implication)
