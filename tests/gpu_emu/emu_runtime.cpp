@@ -5,7 +5,9 @@
  */
 #include "hip/hip_runtime.h"
 
+#include <condition_variable>
 #include <cstdio>
+#include <mutex>
 
 #include "core/backend_impl.h"
 
@@ -16,6 +18,54 @@ long launches;
 void fail(const char *what) {
     fprintf(stderr, "gpu emulation: %s\n", what);
     abort();
+}
+
+/* The host threads of threaded launches: a job numbers the threads 0..active-1; thread id runs
+ * it when a new generation starts and id < active. Never destroyed (threads blocked in a wait at
+ * exit are harmless; joining them from a static destructor is not). */
+namespace {
+struct pool {
+    std::mutex mu;
+    std::condition_variable start, done;
+    std::vector<std::thread> threads;
+    const std::function<void(unsigned)> *job = nullptr;
+    unsigned active = 0, remaining = 0;
+    unsigned long generation = 0;
+
+    void work(unsigned id) {
+        unsigned long seen = 0;
+        for (;;) {
+            const std::function<void(unsigned)> *f;
+            {
+                std::unique_lock<std::mutex> lock(mu);
+                start.wait(lock, [&] { return generation != seen && id < active; });
+                seen = generation;
+                f = job;
+            }
+            (*f)(id);
+            std::lock_guard<std::mutex> lock(mu);
+            if (--remaining == 0) done.notify_one();
+        }
+    }
+};
+pool *the_pool = new pool();
+} // namespace
+
+void run_on_pool(unsigned n, const std::function<void(unsigned)> &job) {
+    pool &p = *the_pool;
+    std::unique_lock<std::mutex> lock(p.mu);
+    while (p.threads.size() < n) {
+        unsigned id = (unsigned)p.threads.size();
+        p.threads.emplace_back([id] { the_pool->work(id); });
+        p.threads.back().detach();
+    }
+    p.job = &job;
+    p.active = n;
+    p.remaining = n;
+    p.generation++;
+    p.start.notify_all();
+    p.done.wait(lock, [&] { return p.remaining == 0; });
+    p.active = 0;
 }
 } // namespace emu
 

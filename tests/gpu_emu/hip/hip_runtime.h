@@ -14,7 +14,8 @@
  *
  * Device memory is host memory, the stream is a no-op (every call completes at once), and a
  * launch runs the grid's blocks one after another. In a file that calls __syncthreads (gen.cmake
- * sets EMU_THREADED) each of a block's threads is a real host thread and __syncthreads a barrier;
+ * sets EMU_THREADED) each of a block's threads is a real host thread (from a pool that lives for
+ * the process) and __syncthreads a barrier;
  * elsewhere a block's threads run one after another. __shared__ is `static`: one copy, used by
  * one block at a time. gen.cmake rewrites launches: `k<<<grid, block, shmem, stream>>>(args)` ->
  * `EMU_LAUNCH(k, grid, block, shmem, stream)(args)`.
@@ -26,6 +27,7 @@
 #include <cstddef>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <thread>
 #include <vector>
 
@@ -50,6 +52,10 @@ extern thread_local dim3 thread_idx, block_idx, block_dim, grid_dim;
 extern thread_local std::barrier<> *block_barrier; /* NULL outside a threaded launch */
 extern long launches;
 [[noreturn]] void fail(const char *what);
+/* Runs job(t) on n pooled host threads t = 0..n-1 and returns when all have finished. The
+ * threads live for the whole process (creating a block's threads per launch made threaded
+ * launches slow). Launches come from one host thread at a time. */
+void run_on_pool(unsigned n, const std::function<void(unsigned)> &job);
 
 /* Runs kernel(args...) on every thread of every block of the grid (see the file comment). */
 template <bool threaded> struct launcher {
@@ -75,30 +81,25 @@ template <bool threaded> struct launcher {
                                 kernel(args...);
                             }
             } else {
-                /* One host thread per block thread, each walking the blocks in order; the barrier
-                 * after each block keeps blocks apart (they share the static __shared__ data). */
+                /* One pooled host thread per block thread, each walking the blocks in order; the
+                 * barrier after each block keeps blocks apart (they share the static __shared__
+                 * data). */
                 std::barrier<> bar((std::ptrdiff_t)per_block);
-                std::vector<std::thread> threads;
-                threads.reserve(per_block);
-                for (size_t t = 0; t < per_block; t++) {
-                    dim3 ti((unsigned)(t % b.x), (unsigned)(t / b.x % b.y),
-                            (unsigned)(t / b.x / b.y));
-                    threads.emplace_back([&, ti] {
-                        block_barrier = &bar;
-                        for (unsigned bz = 0; bz < g.z; bz++)
-                            for (unsigned by = 0; by < g.y; by++)
-                                for (unsigned bx = 0; bx < g.x; bx++) {
-                                    block_idx = dim3(bx, by, bz);
-                                    thread_idx = ti;
-                                    block_dim = b;
-                                    grid_dim = g;
-                                    kernel(args...);
-                                    bar.arrive_and_wait();
-                                }
-                        block_barrier = nullptr;
-                    });
-                }
-                for (auto &th : threads) th.join();
+                run_on_pool((unsigned)per_block, [&](unsigned t) {
+                    dim3 ti(t % b.x, t / b.x % b.y, t / b.x / b.y);
+                    block_barrier = &bar;
+                    for (unsigned bz = 0; bz < g.z; bz++)
+                        for (unsigned by = 0; by < g.y; by++)
+                            for (unsigned bx = 0; bx < g.x; bx++) {
+                                block_idx = dim3(bx, by, bz);
+                                thread_idx = ti;
+                                block_dim = b;
+                                grid_dim = g;
+                                kernel(args...);
+                                bar.arrive_and_wait();
+                            }
+                    block_barrier = nullptr;
+                });
             }
         };
     }
