@@ -207,9 +207,7 @@ static strix_ltn_var add_variable(strix_ltn *kb, const char *name, const strix_t
     }
     ltn_variable *v = &kb->vars[i];
     copy_name(v->name, name);
-    v->groundings = *g;
-    v->groundings.owner = NULL;
-    v->groundings.capacity = 0;
+    v->groundings = strix_tensor_view(g->data, g->device, g->ndim, g->shape);
     v->grad = grad;
     v->row = row;
     v->n = row >= 0 ? 1 : (size_t)g->shape[0];
@@ -249,11 +247,7 @@ static strix_ltn_pred add_predicate(strix_ltn *kb, const char *name, strix_modul
     ltn_predicate *p = &kb->preds[i];
     copy_name(p->name, name);
     p->m = m;
-    if (table) {
-        p->table = *table;
-        p->table.owner = NULL;
-        p->table.capacity = 0;
-    }
+    if (table) p->table = strix_tensor_view(table->data, table->device, table->ndim, table->shape);
     p->table_grad = grad;
     p->arity = arity;
     return (strix_ltn_pred){i + 1};

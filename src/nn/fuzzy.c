@@ -157,16 +157,12 @@ static conn_plan plan_of(strix_connective kind, const strix_fuzzy *sem) {
 static strix_status map_operand(strix_backend *be, const strix_tensor *x, operand_map m,
                                 strix_tensor *buf, strix_tensor *t) {
     if (is_identity(m)) {
-        *t = *x;
-        t->owner = NULL;
-        t->capacity = 0;
+        *t = nn_view_of(x);
         return STRIX_OK;
     }
     STRIX_TRY(nn_ensure_same(be, buf, x));
     STRIX_TRY(affine(be, x->data, m.mul, m.add, buf->data, (size_t)strix_tensor_numel(x)));
-    *t = *buf;
-    t->owner = NULL;
-    t->capacity = 0;
+    *t = nn_view_of(buf);
     return STRIX_OK;
 }
 
