@@ -119,6 +119,13 @@ static int grow(void **items, int *n, int *cap, size_t size) {
     return (*n)++;
 }
 
+/* grow() for a builder: -1 with the out-of-memory error latched. */
+static int grow_latched(strix_ltn *kb, void **items, int *n, int *cap, size_t size) {
+    int i = grow(items, n, cap, size);
+    if (i < 0) latch(kb, strix_error(STRIX_ERR_ALLOC, "ltn: out of memory"));
+    return i;
+}
+
 static void copy_name(char dst[NAME_MAX_LEN], const char *name) {
     snprintf(dst, NAME_MAX_LEN, "%s", name ? name : "?");
 }
@@ -200,11 +207,8 @@ static strix_ltn_var add_variable(strix_ltn *kb, const char *name, const strix_t
                               row, (long long)g->shape[0]));
         return (strix_ltn_var){0};
     }
-    int i = grow((void **)&kb->vars, &kb->nvars, &kb->cap_vars, sizeof *kb->vars);
-    if (i < 0) {
-        latch(kb, strix_error(STRIX_ERR_ALLOC, "ltn: out of memory"));
-        return (strix_ltn_var){0};
-    }
+    int i = grow_latched(kb, (void **)&kb->vars, &kb->nvars, &kb->cap_vars, sizeof *kb->vars);
+    if (i < 0) return (strix_ltn_var){0};
     ltn_variable *v = &kb->vars[i];
     copy_name(v->name, name);
     v->groundings = strix_tensor_view(g->data, g->device, g->ndim, g->shape);
@@ -239,11 +243,8 @@ int strix_ltn_variable_size(const strix_ltn *kb, strix_ltn_var x) {
 static strix_ltn_pred add_predicate(strix_ltn *kb, const char *name, strix_module *m,
                                     const strix_tensor *table, float *grad, int arity) {
     if (kb->error) return (strix_ltn_pred){0};
-    int i = grow((void **)&kb->preds, &kb->npreds, &kb->cap_preds, sizeof *kb->preds);
-    if (i < 0) {
-        latch(kb, strix_error(STRIX_ERR_ALLOC, "ltn: out of memory"));
-        return (strix_ltn_pred){0};
-    }
+    int i = grow_latched(kb, (void **)&kb->preds, &kb->npreds, &kb->cap_preds, sizeof *kb->preds);
+    if (i < 0) return (strix_ltn_pred){0};
     ltn_predicate *p = &kb->preds[i];
     copy_name(p->name, name);
     p->m = m;
@@ -279,11 +280,8 @@ strix_ltn_pred strix_ltn_predicate_table(strix_ltn *kb, const char *name,
 
 /* A new node of `kind`; NULL (error latched) when out of memory. */
 static ltn_node *new_node(strix_ltn *kb, node_kind kind, int *index) {
-    int i = grow((void **)&kb->nodes, &kb->nnodes, &kb->cap_nodes, sizeof *kb->nodes);
-    if (i < 0) {
-        latch(kb, strix_error(STRIX_ERR_ALLOC, "ltn: out of memory"));
-        return NULL;
-    }
+    int i = grow_latched(kb, (void **)&kb->nodes, &kb->nnodes, &kb->cap_nodes, sizeof *kb->nodes);
+    if (i < 0) return NULL;
     kb->nodes[i].kind = kind;
     kb->ready = kb->forwarded = kb->explained = false; /* the next forward sizes the new node */
     *index = i;
