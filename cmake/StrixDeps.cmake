@@ -39,6 +39,27 @@ if(STRIX_OPENMP)
   endif()
 endif()
 
+# MPI (data-parallel training across processes, src/dist/mpi.c): Debian libopenmpi-dev (and
+# openmpi-bin for mpirun). STRIX_MPI: AUTO (on when found), ON (stop when it is not) or OFF. A build
+# without it trains in one process and refuses to run as several.
+set(STRIX_MPI AUTO CACHE STRING "Build the MPI communicator: AUTO, ON or OFF")
+set_property(CACHE STRIX_MPI PROPERTY STRINGS AUTO ON OFF)
+set(STRIX_HAVE_MPI OFF)
+if(NOT STRIX_MPI STREQUAL "OFF")
+  find_package(MPI COMPONENTS C)
+  if(MPI_C_FOUND)
+    set(STRIX_HAVE_MPI ON)
+    message(STATUS "strix: MPI found (${MPI_C_LIBRARIES}): multi-process training on")
+    target_compile_definitions(strix_deps INTERFACE STRIX_HAVE_MPI=1)
+  elseif(STRIX_MPI STREQUAL "ON")
+    message(FATAL_ERROR "strix: STRIX_MPI=ON but MPI was not found. Install it: apt-get install "
+                        "libopenmpi-dev openmpi-bin")
+  else()
+    message(STATUS "strix: MPI not found: multi-process training off (apt-get install "
+                   "libopenmpi-dev openmpi-bin)")
+  endif()
+endif()
+
 # cmocka (the test framework): Debian libcmocka-dev
 if(STRIX_BUILD_TESTS)
   find_path(CMOCKA_INCLUDE_DIR cmocka.h)

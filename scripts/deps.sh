@@ -14,7 +14,8 @@
 # Environment: STRIX_SKIP_DEPS=1 skips the whole check (`make test SKIP_DEPS=1`).
 set -u
 
-PACKAGES=(build-essential cmake libopenblas-dev libcjson-dev libcmocka-dev fortunes)
+PACKAGES=(build-essential cmake libopenblas-dev libcjson-dev libcmocka-dev fortunes libopenmpi-dev
+          openmpi-bin)
 
 if [ "${STRIX_SKIP_DEPS:-}" = 1 ]; then
     exit 0

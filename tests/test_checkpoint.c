@@ -567,7 +567,7 @@ static void test_checkpoint_metadata_fields(void **state) {
     static const char *const keys[] = {
         "format", "format_version", "config", "vocab", "step", "total_steps", "time_limit", "lr",
         "min_lr", "warmup", "weight_decay", "clip", "adam_beta1", "adam_beta2", "adam_eps",
-        "batch", "grad_accum", "seed", "eval_every", "eval_batches", "val_fraction",
+        "batch", "grad_accum", "grad_shards", "seed", "eval_every", "eval_batches", "val_fraction",
         "data_path", "data_size", "data_hash", "sampling", "stride", "backend", "data_rng",
         "seq_pos", "seq_epoch", "val_loss", "optimizer"};
     const int n_keys = (int)(sizeof keys / sizeof *keys);

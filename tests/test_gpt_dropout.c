@@ -283,7 +283,8 @@ static void test_adapter_eval_mode(void **state) {
         OK(m.eval(m.ctx, &val[k]));
         assert_true(strix_gpt_training(g)); /* restored */
         float loss;
-        OK(m.loss_step(m.ctx, 0, 0, 1.0f, &loss));
+        strix_train_slice sl = {.step = 0, .micro = 0, .shard = 0, .shards = 1, .grad_scale = 1.0f};
+        OK(m.loss_step(m.ctx, &sl, &loss));
         strix_gpt_train_model_free(&m);
         strix_gpt_free(g);
     }

@@ -4,9 +4,9 @@
  * written out on the host (the "cpu" backend's blocks are host memory), batches drawn from a pool
  * of 32 rows by a stream whose state is the train state's data_rng. Checks:
  *  - gradient accumulation: 2 micro-batches of 4 rows give the run on batches of 8 (to rounding);
- *  - the gradient hook is called once per step, after the last micro-batch's backward and before
- *    clipping (it sees the unclipped norm); a hook that zeroes the grads leaves only the weight
- *    decay: W = W0·(1 − lr·wd)^steps bit for bit, b unchanged;
+ *  - gradient shards on one process: the clipped grads are the shards' sum bit for bit (each
+ *    shard's micro-batches from zeroed grads), a rounding away from the plain step; shards that
+ *    do not divide the batch are refused;
  *  - resume from the checkpoint saved at an evaluation continues bit-identically;
  *  - the stop flag, set during a step, ends the run after that step with a save; a STOP_EVAL
  *    request evaluates first; events come in order (EVAL before its save, STEP after);
@@ -40,6 +40,9 @@ typedef struct tiny {
     strix_param *w, *b;
     strix_train_state *state;   /* data_rng: the batch stream */
     int rows;                   /* rows per micro-batch */
+    int drawn[64];              /* the pool rows of the micro-batch drawn last */
+    int64_t drawn_step;         /* its step and micro-batch (-1: none) */
+    int drawn_micro;
     int loss_calls, evals, saves, hook_calls;
     int64_t nan_from;           /* loss NaN from this step on (-1: never) */
     int64_t stop_at;            /* loss_step of this step sets *stop (-1: never) */
@@ -55,19 +58,24 @@ static void note(tiny *t, char c) {
     if (t->n_events < (int)sizeof t->events - 1) t->events[t->n_events++] = c;
 }
 
-static strix_status tiny_loss_step(void *ctx, int64_t step, int micro, float grad_scale,
-                                   float *loss) {
+static strix_status tiny_loss_step(void *ctx, const strix_train_slice *sl, float *loss) {
     tiny *t = ctx;
-    (void)micro;
     t->loss_calls++;
-    if (step == t->stop_at) t->stop = 1;
+    if (sl->step == t->stop_at) t->stop = 1;
+    if (sl->step != t->drawn_step || sl->micro != t->drawn_micro) { /* once per micro-batch */
+        strix_rng rng = {.state = t->state->data_rng};
+        for (int r = 0; r < t->rows; r++) t->drawn[r] = (int)strix_rng_below(&rng, POOL);
+        t->state->data_rng = rng.state;
+        t->drawn_step = sl->step;
+        t->drawn_micro = sl->micro;
+    }
     const float *W = t->w->data, *b = t->b->data;
     float *gW = t->w->grad, *gb = t->b->grad;
-    strix_rng rng = {.state = t->state->data_rng};
-    float coef = grad_scale * 2.0f / (float)(t->rows * NOUT); /* d/dŷ of the mean of squares */
+    int rows = t->rows / sl->shards, r0 = sl->shard * rows;
+    float coef = sl->grad_scale * 2.0f / (float)(rows * NOUT); /* d/dŷ of the mean of squares */
     double sum = 0.0;
-    for (int r = 0; r < t->rows; r++) {
-        int i = (int)strix_rng_below(&rng, POOL);
+    for (int r = r0; r < r0 + rows; r++) {
+        int i = t->drawn[r];
         for (int o = 0; o < NOUT; o++) {
             float pred = b[o];
             for (int j = 0; j < NIN; j++) pred += W[o * NIN + j] * X[i][j];
@@ -77,8 +85,7 @@ static strix_status tiny_loss_step(void *ctx, int64_t step, int micro, float gra
             for (int j = 0; j < NIN; j++) gW[o * NIN + j] += coef * d * X[i][j];
         }
     }
-    t->state->data_rng = rng.state;
-    *loss = step >= t->nan_from && t->nan_from >= 0 ? NAN : (float)(sum / (t->rows * NOUT));
+    *loss = sl->step >= t->nan_from && t->nan_from >= 0 ? NAN : (float)(sum / (rows * NOUT));
     return STRIX_OK;
 }
 
@@ -127,6 +134,7 @@ static void tiny_new(tiny *t, strix_train_state *state, int rows) {
     t->rows = rows;
     t->nan_from = -1;
     t->stop_at = -1;
+    t->drawn_step = -1;
 }
 
 static void tiny_free(tiny *t) {
@@ -213,71 +221,70 @@ static void test_grad_accum(void **unused) {
     tiny_free(&b);
 }
 
-// ---- the gradient hook -------------------------------------------------------------------------
+// ---- gradient shards ---------------------------------------------------------------------------
 
-typedef struct hook_probe {
-    tiny *t;
-    int calls, loss_calls_seen;
-    double norm_seen;           /* the grads' norm when the hook ran */
-    bool zero;                  /* zero the grads */
-} hook_probe;
-
-static strix_status probe_hook(void *user, strix_params *ps) {
-    hook_probe *h = user;
-    h->calls++;
-    h->loss_calls_seen = h->t->loss_calls;
-    double ss = 0.0;
-    for (size_t i = 0; i < ps->total; i++) ss += (double)ps->grad[i] * ps->grad[i];
-    h->norm_seen = sqrt(ss);
-    if (h->zero) memset(ps->grad, 0, ps->total * sizeof(float));
-    return STRIX_OK;
-}
-
-static void test_all_reduce_hook(void **unused) {
+/* grad_shards 2 with grad_accum 2 on one process: the grads the step clips are, bit for bit,
+ * shard 0's plus shard 1's, each the sum of its two micro-batches computed from zeroed grads with
+ * the loss scaled 1/(k·S) = 1/4 (the tree of strix/dist.h for two shards is one addition); the
+ * step's loss is the mean of the shard losses; and the result is a rounding away from the plain
+ * step's. */
+static void test_sharded_step(void **unused) {
     (void)unused;
-    strix_train_state st = fresh_state();
+    strix_train_state st = fresh_state(), st0 = st;
     tiny t;
-    tiny_new(&t, &st, 4);
+    tiny_new(&t, &st, 8);
     strix_train_config cfg = tiny_config(5);
     cfg.grad_accum = 2;
-    cfg.clip = 1e-3f; /* always clips: the hook must see the grads before it */
+    cfg.grad_shards = 2;
+    cfg.clip = 0.0f; /* measured only: the grads stay as the sum left them */
     strix_train_model m = tiny_model(&t);
     strix_optimizer *opt;
     OK(strix_train_optimizer(&t.ps, &cfg, &opt));
-    hook_probe h = {.t = &t};
-    strix_train_hooks hooks = {.all_reduce = probe_hook, .user = &h};
-    for (int s = 0; s < 3; s++) {
-        strix_train_step_result r;
-        OK(strix_train_step(&cfg, &m, opt, &hooks, s, &r));
-        assert_int_equal(h.calls, s + 1);                  /* once per step */
-        assert_int_equal(h.loss_calls_seen, 2 * (s + 1));  /* after both micro-batches */
-        assert_true(r.grad_norm > 1e-2);
-        assert_true(fabs(h.norm_seen - r.grad_norm) <= 1e-6 * r.grad_norm); /* before clipping */
-    }
-    strix_optimizer_free(opt);
+    float w0[NOUT * NIN + NOUT];
+    memcpy(w0, t.ps.data, sizeof w0);
+    strix_train_step_result r;
+    OK(strix_train_step(&cfg, &m, opt, NULL, 0, &r));
+    assert_int_equal(t.loss_calls, 4);
+    float got[NOUT * NIN + NOUT];
+    memcpy(got, t.ps.grad, sizeof got);
 
-    /* zeroed grads: Adam moves nothing, only the decoupled weight decay acts */
-    float w0[NOUT * NIN], b0[NOUT];
-    memcpy(w0, t.w->data, sizeof w0);
-    memcpy(b0, t.b->data, sizeof b0);
-    memset(t.ps.m, 0, t.ps.total * sizeof(float)); /* fresh moments: a new run */
-    memset(t.ps.v, 0, t.ps.total * sizeof(float));
-    OK(strix_train_optimizer(&t.ps, &cfg, &opt));
-    h = (hook_probe){.t = &t, .zero = true};
-    strix_train_state run = {.step = 0, .data_rng = st.data_rng, .val_loss = NAN};
-    t.state = &run;
-    m.eval = NULL;
-    m.save = NULL;
-    OK(strix_train_run(&cfg, &m, opt, &run, &hooks, NULL));
-    assert_int_equal(h.calls, 5);
-    assert_int_equal(run.step, 5);
-    for (int s = 0; s < 5; s++) {
-        float keep = 1.0f - strix_lr_warmup_cosine(s, cfg.warmup, cfg.steps, cfg.lr, cfg.min_lr) *
-                                cfg.weight_decay;
-        for (int i = 0; i < NOUT * NIN; i++) w0[i] *= keep;
-    }
-    assert_true(tl_check_bits("weights: decay only", t.w->data, w0, NOUT * NIN));
-    assert_true(tl_check_bits("bias: unchanged", t.b->data, b0, NOUT));
+    /* the same slices by hand, in the trainer's order (micro-batch, then shard) */
+    memcpy(t.ps.data, w0, sizeof w0);
+    st = st0;
+    t.drawn_step = -1;
+    float rows[2][NOUT * NIN + NOUT], loss[2] = {0, 0};
+    size_t n = t.ps.total;
+    for (int micro = 0; micro < 2; micro++)
+        for (int shard = 0; shard < 2; shard++) {
+            strix_train_slice sl = {.step = 0, .micro = micro, .shard = shard, .shards = 2,
+                                    .grad_scale = 0.25f};
+            float l;
+            OK(strix_params_zero_grad(&t.ps));
+            OK(tiny_loss_step(&t, &sl, &l));
+            for (size_t i = 0; i < n; i++)
+                rows[shard][i] = micro == 0 ? t.ps.grad[i] : rows[shard][i] + t.ps.grad[i];
+            loss[shard] += l;
+        }
+    float want[NOUT * NIN + NOUT];
+    for (size_t i = 0; i < n; i++) want[i] = rows[0][i] + rows[1][i];
+    assert_true(tl_check_bits("sharded grads = shard 0 + shard 1", got, want, n));
+    float want_loss = (loss[0] / 2.0f + loss[1] / 2.0f) / 2.0f;
+    assert_true(r.loss == want_loss);
+
+    /* the plain step on the same rows: the same gradient to rounding */
+    memcpy(t.ps.data, w0, sizeof w0);
+    st = st0;
+    t.drawn_step = -1;
+    cfg.grad_shards = 1;
+    strix_train_step_result p;
+    OK(strix_train_step(&cfg, &m, opt, NULL, 0, &p));
+    assert_true(tl_check_close("sharded vs plain grads", got, t.ps.grad, n, 1e-6, 1e-5));
+    assert_true(fabsf(p.loss - r.loss) <= 1e-6f * fabsf(p.loss));
+
+    /* shards that do not divide the batch: one clear error */
+    cfg.grad_shards = 3;
+    assert_int_equal(strix_train_step(&cfg, &m, opt, NULL, 1, &r), STRIX_ERR_ARG);
+    assert_non_null(strstr(strix_last_error(), "not divisible by 3 gradient shards"));
     strix_optimizer_free(opt);
     tiny_free(&t);
 }
@@ -531,7 +538,7 @@ static void test_errors(void **unused) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_grad_accum),
-        cmocka_unit_test(test_all_reduce_hook),
+        cmocka_unit_test(test_sharded_step),
         cmocka_unit_test(test_resume_bit_identical),
         cmocka_unit_test(test_stop),
         cmocka_unit_test(test_skip_and_diverge),

@@ -11,10 +11,11 @@
  *     format_version "1", config (the model's config as JSON, strix_lm_config_to_json),
  *     vocab (the vocabulary bytes in hex, two lowercase digits each), and the run: step,
  *     total_steps, time_limit, lr, min_lr, warmup, weight_decay, clip, adam_beta1/2, adam_eps,
- *     batch, grad_accum, seed, eval_every, eval_batches, val_fraction, data_path, data_size,
+ *     batch, grad_accum, grad_shards, seed, eval_every, eval_batches, val_fraction, data_path, data_size,
  *     data_hash, sampling ("random"/"sequential"), stride, backend, data_rng, seq_pos,
- *     seq_epoch, val_loss. Every key is required except grad_accum (newer than the format: a
- *     file without it loads as 1).
+ *     seq_epoch, val_loss. Every key is required except grad_accum and grad_shards (newer than
+ *     the format: a file without them loads as 1). No key names the number of processes that
+ *     wrote the file: a data-parallel run's checkpoint is the bytes one process writes.
  *     Integers are decimal (data_hash: 16 hex digits); floats are the shortest decimal text
  *     that reads back as the same float (or double), so every value reads back bit for bit and
  *     --resume continues the run exactly. These run fields come from one table in

@@ -13,6 +13,10 @@
  * uninterrupted one. Dropout masks are keyed by (dropout_seed, step, micro-batch), never by a
  * stream, so they resume bit for bit as well.
  *
+ * Gradient shards (grad_shards = S > 1, data-parallel training): a loss step computes shard s of
+ * its micro-batch, sequences [s·B/S, (s+1)·B/S) of the B the stream gave (drawn once per
+ * micro-batch, at its first shard), with the dropout key derived once more by s.
+ *
  * Not here: the checkpoint writer (the caller sets model->save, e.g. to strix_checkpoint_save).
  */
 #ifndef STRIX_GPT_TRAIN_H
@@ -44,9 +48,9 @@ typedef struct strix_gpt_train_data {
     int eval_batches;           /* 0: no evaluation (model->eval stays NULL) */
     uint64_t eval_seed;
     /* dropout (config dropout > 0): micro-batch `micro` of step `step` sets the dropout key
-     * strix_seed_derive(strix_seed_derive(dropout_seed, step), micro) (strix_gpt_set_dropout_key),
-     * so masks depend on (seed, step, micro, layer, site) alone (processes of a data-parallel
-     * run give each its own seed, or their masks coincide); evaluation runs in eval mode */
+     * strix_seed_derive(strix_seed_derive(dropout_seed, step), micro) (strix_gpt_set_dropout_key;
+     * with gradient shards derived again by the shard), so masks depend on (seed, step, micro,
+     * shard, layer, site) alone, never on the rank; evaluation runs in eval mode */
     uint64_t dropout_seed;
     /* caller-fed mode */
     strix_gpt_batch_fn next;

@@ -7,19 +7,26 @@
  * One step (strix_train_step), as nanoGPT's train.py:
  *   zero_grad; for each of the k = grad_accum micro-batches: loss_step (forward + backward, the
  *   loss scaled by strix_grad_accum_scale(1, k) = 1/k, grads `+=`);
- *   the gradient hook all_reduce(user, params)  <- HERE goes a multi-process gradient all-reduce
- *                                                  (MPI/NCCL): after the last micro-batch's
- *                                                  backward, before clipping, once per step;
  *   clip by global norm (strix_clip_grad_norm, max_norm = clip; 0 = only measured);
  *   a non-finite gradient norm or loss skips the update (the step still counts: the schedule and
  *   the optimizer's bias corrections follow the step number, as the first-wave CLI did);
  *   lr = strix_lr_warmup_cosine(step, warmup, steps, lr, min_lr);
  *   one strix_optimizer_step (the optimizer object of strix/optim.h).
+ * Data parallel (grad_shards = S > 1, or a communicator of N > 1 ranks, strix/dist.h): each
+ * micro-batch of B sequences is cut into S equal gradient shards; shard s of every micro-batch is
+ * computed by rank s / (S/N) from zeroed grads (loss scaled 1/(k·S)), its micro-batches added in
+ * order into a host buffer, and the S shard gradients are summed by the communicator's fixed tree
+ * (strix_dist_sum_shards) into every rank's grads before clipping; the step's loss is the tree
+ * sum of the shard losses over S. The bits depend on (B, k, S), never on N: one process with the
+ * same S reproduces N processes exactly. S = 1 on one process is the plain step above.
  * The loop (strix_train_run) adds: evaluation and checkpoint every eval_every steps and at the end,
  * a stop flag checked before each step (set by a signal handler: the loop finishes the step it is
  * in, saves and returns), progress events, stop requests from the event callback, resume from
  * state->step, and an error (no save) when the run stops making updates: STRIX_TRAIN_MAX_SKIPS
- * skipped steps in a row, every step of the run skipped, or a non-finite validation loss.
+ * skipped steps in a row, every step of the run skipped, or a non-finite validation loss. With a
+ * communicator the ranks agree on every decision: a stop flag or stop request on any rank stops
+ * all at the same step, rank 0 alone evaluates and saves (its status and validation loss are
+ * broadcast), every rank gets every event.
  *
  * Not here: data loading, signal handling, printing (events go to the caller), wall-clock limits
  * (the event callback decides), the checkpoint format (strix/checkpoint.h).
@@ -30,6 +37,7 @@
 #include <signal.h>
 
 #include "strix/data.h"
+#include "strix/dist.h"
 #include "strix/optim.h"
 
 #ifdef __cplusplus
@@ -59,6 +67,9 @@ typedef struct strix_train_config {
                                * borrowed, NULL reads as ""); a resume keeps it unless told
                                * otherwise */
     int grad_accum;           /* micro-batches per step (0, 1: none); checkpoint key grad_accum */
+    int grad_shards;          /* gradient shards per micro-batch (0, 1: none; data parallel: a
+                               * multiple of the world size dividing batch); checkpoint key
+                               * grad_shards */
 } strix_train_config;
 
 /* Where a run stands. The trainer owns step and val_loss; the model's data stream owns the rest
@@ -74,12 +85,24 @@ typedef struct strix_train_state {
 
 // ---- the model as the trainer sees it ----------------------------------------------------------
 
+/* The part of a step one loss step computes. */
+typedef struct strix_train_slice {
+    int64_t step;             /* 0-based optimizer step */
+    int micro;                /* micro-batch of the step, 0..grad_accum-1 */
+    int shard, shards;        /* gradient shard of the micro-batch, 0..shards-1: its sequences
+                               * [shard·B/shards, (shard+1)·B/shards) of the micro-batch's B */
+    float grad_scale;         /* grads += grad_scale·∂loss/∂θ */
+} strix_train_slice;
+
 typedef struct strix_train_model {
     void *ctx;                /* passed to every callback */
     strix_params *params;     /* the block the optimizer updates (grads filled by loss_step) */
-    /* Required. Forward and backward of micro-batch `micro` (0-based) of step `step` (0-based):
-     * parameter grads `+=` grad_scale·∂loss/∂θ, *loss = the micro-batch's (unscaled) loss. */
-    strix_status (*loss_step)(void *ctx, int64_t step, int micro, float grad_scale, float *loss);
+    /* Required. Forward and backward of one slice: parameter grads `+=`
+     * slice->grad_scale·∂loss/∂θ, *loss = the slice's (unscaled) mean loss. Calls come micro-
+     * batch by micro-batch in order, a micro-batch's shards in order, so a data stream advances
+     * once per micro-batch (every rank draws every micro-batch: the streams stay equal). A model
+     * that cannot cut its batch returns STRIX_ERR_UNSUPPORTED for shards > 1. */
+    strix_status (*loss_step)(void *ctx, const strix_train_slice *slice, float *loss);
     /* Optional (NULL: no evaluation). The validation loss; must not perturb training (its own
      * data stream). */
     strix_status (*eval)(void *ctx, double *val_loss);
@@ -114,10 +137,9 @@ typedef enum strix_train_action {
 } strix_train_action;
 
 typedef struct strix_train_hooks {
-    /* The gradient hook (NULL: none): called once per step after the last micro-batch's backward
-     * and before clipping, with the model's parameter block; a multi-process run all-reduces
-     * (averages) the grads here. Its error ends the step with that status. */
-    strix_status (*all_reduce)(void *user, strix_params *params);
+    /* The communicator of a data-parallel run (NULL: one process; the trainer then opens a
+     * world of one for grad_shards > 1). Borrowed. */
+    strix_dist *dist;
     /* Events (NULL: none); the return value counts only for STEP events. */
     strix_train_action (*on_event)(void *user, const strix_train_event *ev);
     void *user;
@@ -142,7 +164,9 @@ typedef struct strix_train_step_result {
 /* One optimizer step number `step` (0-based) as described at the top of this file. hooks may be
  * NULL. A skipped step is not an error: STRIX_OK with out->skipped, the optimizer's step counts
  * set to step + 1 (strix_optimizer_set_steps). Errors of the callbacks, the optimizer or the
- * backend are returned as they come (the block may then hold partial grads). */
+ * backend are returned as they come (the block may then hold partial grads); STRIX_ERR_ARG for
+ * shards that do not fit (as strix_train_run); the transport's errors (STRIX_ERR_IO). A sharded
+ * step without a communicator in hooks opens a world of one for the call. */
 STRIX_API strix_status strix_train_step(const strix_train_config *cfg, strix_train_model *model,
                                         strix_optimizer *opt, const strix_train_hooks *hooks,
                                         int64_t step, strix_train_step_result *out);
@@ -161,15 +185,22 @@ typedef struct strix_train_result {
     int64_t skipped;          /* steps of this run skipped for a non-finite loss or norm */
     int64_t skip_since;       /* 0-based first step of the skipped steps that end the run so far
                                * (-1: its last step was not skipped) */
+    bool shared_error;        /* the error is every rank's, met at the same point (the checks of
+                               * the shards and the corpus, a diverged run, rank 0's evaluation or
+                               * save): rank 0 reports it and every rank may end normally; false:
+                               * only this rank met it (a multi-rank job must then be aborted) */
 } strix_train_result;
 
 /* Trains from state->step (0 for a new run, the checkpoint's step for a resumed one: the
  * optimizer's step counts are set to it, the model's data stream must already be where the
- * checkpoint left it) until cfg->steps, a stop flag or a stop request. After every step that
+ * checkpoint left it) until cfg->steps, a stop flag or a stop request. With a communicator of
+ * N > 1 ranks it first checks that every rank reads the same corpus (state's size and hash) and
+ * copies rank 0's parameters, Adam moments and state to all. After every step that
  * completes a multiple of eval_every, and after the last step, it evaluates (model->eval; sets
  * state->val_loss, an EVAL event) and saves (model->save). A run that stops early saves once more
  * unless its last step just did. state->step counts completed steps. STRIX_ERR_ARG for
- * cfg->steps < 1 or a negative eval_every. A run that stops making updates fails with
+ * cfg->steps < 1, a negative eval_every, grad_shards not a multiple of the world size or a
+ * batch they do not divide, ranks with different corpora. A run that stops making updates fails with
  * STRIX_ERR_NUMERIC ("training diverged: ... steps in a row (steps A to B) ...", 1-based) and
  * saves nothing more, so the last checkpoint saved stays the last good one: after
  * STRIX_TRAIN_MAX_SKIPS skipped steps in a row (at once), when every step of the run was skipped

@@ -982,14 +982,15 @@ float strix_ltn_relevance_seed(const strix_ltn *kb) {
 
 // ---- the trainer's view ------------------------------------------------------------------------
 
-static strix_status ltn_loss_step(void *ctx, int64_t step, int micro, float grad_scale,
-                                  float *loss) {
-    (void)step, (void)micro;
+static strix_status ltn_loss_step(void *ctx, const strix_train_slice *sl, float *loss) {
+    if (sl->shards > 1) // the knowledge base is one whole: it has no batch to cut
+        return strix_error(STRIX_ERR_UNSUPPORTED, "ltn: a knowledge base cannot be cut into "
+                           "gradient shards (grad_shards %d)", sl->shards);
     strix_ltn *kb = ctx;
     float sat;
     STRIX_TRY(strix_ltn_forward(kb, &sat));
     *loss = 1.0f - sat;
-    return strix_ltn_backward_scaled(kb, grad_scale);
+    return strix_ltn_backward_scaled(kb, sl->grad_scale);
 }
 
 void strix_ltn_train_model(strix_ltn *kb, strix_params *ps, strix_train_model *out) {

@@ -18,6 +18,73 @@ strix_status strix_train_optimizer(strix_params *ps, const strix_train_config *c
 
 // ---- the step ----------------------------------------------------------------------------------
 
+/* The plain step's gradient: the k micro-batches added in place into the grads. */
+static strix_status plain_grads(strix_train_model *model, int64_t step, int k, float *loss) {
+    STRIX_TRY(strix_params_zero_grad(model->params));
+    // micro-batches: grads += (1/k)·∂loss_i, so after the last one they are the mean's
+    strix_train_slice sl = {.step = step, .shard = 0, .shards = 1,
+                            .grad_scale = strix_grad_accum_scale(1, (size_t)k)};
+    float sum = 0.0f;
+    for (sl.micro = 0; sl.micro < k; sl.micro++) {
+        float l = NAN;
+        STRIX_TRY(model->loss_step(model->ctx, &sl, &l));
+        sum += l;
+    }
+    *loss = k == 1 ? sum : sum / (float)k;
+    return STRIX_OK;
+}
+
+/* The sharded step's gradient (strix/train.h): this rank's S/N shards of every micro-batch, each
+ * from zeroed grads into its host row, micro-batches added in order; then the communicator's tree
+ * sum of all S rows into the grads, and the tree sum of the S shard losses. */
+static strix_status sharded_grads(strix_train_model *model, strix_dist *d, int64_t step, int k,
+                                  int S, float *loss) {
+    strix_params *ps = model->params;
+    size_t P = ps->total, bytes = P * sizeof(float);
+    int N = strix_dist_size(d), L = S / N, first = strix_dist_rank(d) * L;
+    float *rows = strix_dist_scratch(d, ((size_t)L + 2) * bytes + 2 * (size_t)S * sizeof(float));
+    if (!rows) return STRIX_ERR_ALLOC;
+    float *part = rows + (size_t)L * P, *sum = part + P, *losses = sum + P, *all = losses + S;
+    strix_train_slice sl = {.step = step, .shards = S,
+                            .grad_scale = strix_grad_accum_scale(1, (size_t)k * (size_t)S)};
+    for (sl.micro = 0; sl.micro < k; sl.micro++) {
+        for (int l = 0; l < L; l++) {
+            float *row = rows + (size_t)l * P, lo = NAN;
+            sl.shard = first + l;
+            STRIX_TRY(strix_params_zero_grad(ps));
+            STRIX_TRY(model->loss_step(model->ctx, &sl, &lo));
+            if (sl.micro == 0) {
+                STRIX_TRY(strix_copy(ps->be, row, ps->grad, bytes, STRIX_COPY_D2H));
+                losses[l] = lo;
+                continue;
+            }
+            STRIX_TRY(strix_copy(ps->be, part, ps->grad, bytes, STRIX_COPY_D2H));
+            for (size_t i = 0; i < P; i++) row[i] += part[i];
+            losses[l] += lo;
+        }
+    }
+    if (k > 1)
+        for (int l = 0; l < L; l++) losses[l] /= (float)k;
+    STRIX_TRY(strix_dist_sum_shards(d, rows, L, P, sum));
+    STRIX_TRY(strix_copy(ps->be, ps->grad, sum, bytes, STRIX_COPY_H2D));
+    STRIX_TRY(strix_dist_allgather_floats(d, losses, (size_t)L, all));
+    strix_dist_tree(all, S, 1);
+    *loss = all[0] / (float)S;
+    return STRIX_OK;
+}
+
+/* STRIX_ERR_ARG unless S gradient shards fit the batch and the world of N ranks. */
+static strix_status check_shards(const strix_train_config *cfg, int S, int N) {
+    if (S % N != 0)
+        return strix_error(STRIX_ERR_ARG, "train: %d gradient shard%s cannot be shared by %d "
+                           "ranks (the shards must be a multiple of the ranks)", S,
+                           S == 1 ? "" : "s", N);
+    if (cfg->batch < 1 || cfg->batch % S != 0)
+        return strix_error(STRIX_ERR_ARG, "train: the global batch %d is not divisible by %d "
+                           "%s", cfg->batch, S, S == N ? "ranks" : "gradient shards");
+    return STRIX_OK;
+}
+
 strix_status strix_train_step(const strix_train_config *cfg, strix_train_model *model,
                               strix_optimizer *opt, const strix_train_hooks *hooks, int64_t step,
                               strix_train_step_result *out) {
@@ -26,19 +93,20 @@ strix_status strix_train_step(const strix_train_config *cfg, strix_train_model *
     STRIX_ASSERT(step >= 0, "train step: negative step %lld", (long long)step);
     strix_params *ps = model->params;
     int k = cfg->grad_accum > 1 ? cfg->grad_accum : 1;
+    int S = cfg->grad_shards > 1 ? cfg->grad_shards : 1;
+    strix_dist *d = hooks ? hooks->dist : NULL, *solo = NULL;
     *out = (strix_train_step_result){.loss = NAN, .grad_norm = 0.0, .lr = 0.0f};
-    STRIX_TRY(strix_params_zero_grad(ps));
-    // micro-batches: grads += (1/k)·∂loss_i, so after the last one they are the mean's
-    float scale = strix_grad_accum_scale(1, (size_t)k), sum = 0.0f;
-    for (int micro = 0; micro < k; micro++) {
-        float loss = NAN;
-        STRIX_TRY(model->loss_step(model->ctx, step, micro, scale, &loss));
-        sum += loss;
+    strix_status s;
+    if (S == 1 && strix_dist_size(d) == 1) {
+        s = plain_grads(model, step, k, &out->loss);
+    } else {
+        STRIX_TRY(check_shards(cfg, S, strix_dist_size(d)));
+        if (!d) STRIX_TRY(strix_dist_open_solo(&solo));
+        s = sharded_grads(model, d ? d : solo, step, k, S, &out->loss);
+        strix_dist_close(solo);
     }
-    out->loss = k == 1 ? sum : sum / (float)k;
-    // THE GRADIENT HOOK: after the last backward, before clipping (multi-process all-reduce)
-    if (hooks && hooks->all_reduce) STRIX_TRY(hooks->all_reduce(hooks->user, ps));
-    strix_status s = strix_clip_grad_norm(ps, cfg->clip, &out->grad_norm);
+    STRIX_TRY(s);
+    s = strix_clip_grad_norm(ps, cfg->clip, &out->grad_norm);
     out->lr = strix_lr_warmup_cosine(step, cfg->warmup, cfg->steps, cfg->lr, cfg->min_lr);
     if (s == STRIX_ERR_NUMERIC || (s == STRIX_OK && !isfinite(out->loss))) {
         out->skipped = true; // the step counts for the schedule and the bias corrections
@@ -52,25 +120,45 @@ strix_status strix_train_step(const strix_train_config *cfg, strix_train_model *
 // ---- the loop ----------------------------------------------------------------------------------
 
 static strix_train_action emit(const strix_train_hooks *h, const strix_train_event *ev) {
-    return h && h->on_event ? h->on_event(h->user, ev) : STRIX_TRAIN_CONTINUE;
+    return h->on_event ? h->on_event(h->user, ev) : STRIX_TRAIN_CONTINUE;
 }
 
-/* Evaluates (if the model can) into state->val_loss and reports it; then saves (if it can). */
+/* Rank 0's status (and *val) on every rank; `shared` set when it is an error. */
+static strix_status from_root(strix_dist *d, strix_status s, double *val, bool *shared) {
+    if (strix_dist_size(d) > 1) {
+        struct { int64_t status; double val; } msg = {s, val ? *val : 0.0};
+        STRIX_TRY(strix_dist_broadcast(d, &msg, sizeof msg, 0));
+        if (val) *val = msg.val;
+        if (strix_dist_rank(d) != 0 && msg.status != STRIX_OK)
+            s = strix_error((strix_status)msg.status, "rank 0 failed to evaluate or save; every "
+                            "rank stopped");
+    }
+    *shared = s != STRIX_OK;
+    return s;
+}
+
+/* Evaluates (if the model can; rank 0 alone, the value broadcast) into state->val_loss and
+ * reports it; then saves (if it can; rank 0 alone). */
 static strix_status eval_and_save(strix_train_model *model, strix_train_state *state,
-                                  const strix_train_hooks *hooks, bool eval, int64_t *val_step) {
+                                  const strix_train_hooks *hooks, bool eval, int64_t *val_step,
+                                  bool *shared) {
+    bool root = strix_dist_rank(hooks->dist) == 0;
     if (eval && model->eval) {
-        double val;
-        STRIX_TRY(model->eval(model->ctx, &val));
+        double val = NAN;
+        STRIX_TRY(from_root(hooks->dist, root ? model->eval(model->ctx, &val) : STRIX_OK, &val,
+                            shared));
         state->val_loss = val;
         *val_step = state->step;
         strix_train_event ev = {.kind = STRIX_TRAIN_EV_EVAL, .step = state->step,
                                 .val_loss = val};
         emit(hooks, &ev);
+        *shared = !isfinite(val);
         if (!isfinite(val)) // unusable weights never replace a checkpoint
             return strix_error(STRIX_ERR_NUMERIC, "training diverged: the validation loss at "
                                "step %lld is %g; not saved", (long long)state->step, val);
     }
-    return model->save ? model->save(model->ctx, state) : STRIX_OK;
+    if (!model->save) return STRIX_OK;
+    return from_root(hooks->dist, root ? model->save(model->ctx, state) : STRIX_OK, NULL, shared);
 }
 
 /* The error of a run that stopped making updates: `n` skipped steps in a row from 0-based step
@@ -84,69 +172,127 @@ static strix_status skip_error(int64_t n, int64_t since, bool all) {
                        (long long)since + 1, (long long)(since + n), last);
 }
 
-strix_status strix_train_run(const strix_train_config *cfg, strix_train_model *model,
+/* Data parallel: rank 0's parameters, optimizer moments and stream state on every rank (the
+ * block staged through host memory), after checking that every rank reads the same corpus. */
+static strix_status sync_ranks(strix_dist *d, strix_params *ps, strix_train_state *state,
+                              bool *shared) {
+    int64_t size = (int64_t)state->data_size, hash = (int64_t)state->data_hash;
+    int64_t v[4] = {size, ~size, hash, ~hash}, bad = 0;
+    for (int i = 0; i < 4; i++) STRIX_TRY(strix_dist_max(d, &v[i]));
+    bad = v[0] != size || v[1] != ~size || v[2] != hash || v[3] != ~hash;
+    STRIX_TRY(strix_dist_max(d, &bad));
+    *shared = bad != 0;
+    if (bad)
+        return strix_error(STRIX_ERR_ARG, "train: the ranks read different corpora (size or "
+                           "hash differ); every rank needs the same file");
+    size_t bytes = ps->total * sizeof(float);
+    float *host = strix_dist_scratch(d, bytes);
+    if (!host) return STRIX_ERR_ALLOC;
+    float *roles[3] = {ps->data, ps->m, ps->v};
+    for (int i = 0; i < 3; i++) {
+        if (!roles[i]) continue;
+        STRIX_TRY(strix_copy(ps->be, host, roles[i], bytes, STRIX_COPY_D2H));
+        STRIX_TRY(strix_dist_broadcast(d, host, bytes, 0));
+        STRIX_TRY(strix_copy(ps->be, roles[i], host, bytes, STRIX_COPY_H2D));
+    }
+    strix_train_state st = *state;
+    STRIX_TRY(strix_dist_broadcast(d, &st, sizeof st, 0));
+    *state = st;
+    return STRIX_OK;
+}
+
+/* The loop proper; h->dist is set whenever the step is sharded. */
+static strix_status run_loop(const strix_train_config *cfg, strix_train_model *model,
                              strix_optimizer *opt, strix_train_state *state,
-                             const strix_train_hooks *hooks, strix_train_result *result) {
-    if (cfg->steps < 1 || cfg->eval_every < 0)
-        return strix_error(STRIX_ERR_ARG, "train: steps %lld must be >= 1 and eval_every %lld "
-                           ">= 0", (long long)cfg->steps, (long long)cfg->eval_every);
+                             const strix_train_hooks *h, strix_train_result *res) {
     int64_t first = state->step, step = first;
-    strix_train_result res = {.end = STRIX_TRAIN_FINISHED, .first_step = first, .loss = NAN,
-                              .val_step = -1, .skipped = 0, .skip_since = -1};
+    bool many = strix_dist_size(h->dist) > 1;
     strix_optimizer_set_steps(opt, first); // a resumed run's moments are after `first` steps
     int64_t skipped_in_row = 0, skipped = 0;
     bool saved_here = false, eval_at_stop = false;
     strix_status s = STRIX_OK;
     while (step < cfg->steps) {
-        if (hooks && hooks->stop && *hooks->stop) {
-            res.end = STRIX_TRAIN_INTERRUPTED;
+        int64_t stop = h->stop && *h->stop; // a signal on any rank stops all at this step
+        if (many && (s = strix_dist_max(h->dist, &stop)) != STRIX_OK) break;
+        if (stop) {
+            res->end = STRIX_TRAIN_INTERRUPTED;
             break;
         }
         strix_train_step_result r;
-        s = strix_train_step(cfg, model, opt, hooks, step, &r);
+        s = strix_train_step(cfg, model, opt, h, step, &r);
         if (s != STRIX_OK) break;
-        res.loss = r.loss;
+        res->loss = r.loss;
         if (r.skipped) {
             strix_train_event ev = {.kind = STRIX_TRAIN_EV_SKIPPED, .step = step, .loss = r.loss,
                                     .grad_norm = r.grad_norm};
-            emit(hooks, &ev);
+            emit(h, &ev);
             skipped++;
-            if (++skipped_in_row == 1) res.skip_since = step;
-            res.skipped = skipped;
+            if (++skipped_in_row == 1) res->skip_since = step;
+            res->skipped = skipped;
             // the rule: K in a row, or every step of a run that ends here, fail without a save
             bool all = skipped_in_row == step - first + 1 && step + 1 == cfg->steps;
             if (skipped_in_row >= STRIX_TRAIN_MAX_SKIPS || all) {
-                s = skip_error(skipped_in_row, res.skip_since, all);
+                s = skip_error(skipped_in_row, res->skip_since, all);
+                res->shared_error = true;
                 break;
             }
         } else {
             skipped_in_row = 0;
-            res.skip_since = -1;
+            res->skip_since = -1;
         }
         step++;
         state->step = step;
         saved_here = false;
         if ((cfg->eval_every > 0 && step % cfg->eval_every == 0) || step == cfg->steps) {
-            s = eval_and_save(model, state, hooks, true, &res.val_step);
+            s = eval_and_save(model, state, h, true, &res->val_step, &res->shared_error);
             if (s != STRIX_OK) break;
             saved_here = true;
         }
         strix_train_event ev = {.kind = STRIX_TRAIN_EV_STEP, .step = step, .loss = r.loss,
                                 .grad_norm = r.grad_norm, .lr = r.lr};
-        strix_train_action a = emit(hooks, &ev);
+        int64_t a = emit(h, &ev); // a stop request on any rank stops all
+        if (many && (s = strix_dist_max(h->dist, &a)) != STRIX_OK) break;
         if (a != STRIX_TRAIN_CONTINUE) {
-            res.end = STRIX_TRAIN_STOPPED;
+            res->end = STRIX_TRAIN_STOPPED;
             eval_at_stop = a == STRIX_TRAIN_STOP_EVAL;
             break;
         }
     }
-    if (s == STRIX_OK && res.end != STRIX_TRAIN_FINISHED && skipped_in_row > 0 &&
-        skipped_in_row == step - first) // stopped early, and no step of the run made an update
-        s = skip_error(skipped_in_row, res.skip_since, true);
-    strix_train_event end = {.kind = STRIX_TRAIN_EV_LOOP_END, .step = step, .loss = res.loss};
-    emit(hooks, &end);
+    if (s == STRIX_OK && res->end != STRIX_TRAIN_FINISHED && skipped_in_row > 0 &&
+        skipped_in_row == step - first) { // stopped early, and no step of the run made an update
+        s = skip_error(skipped_in_row, res->skip_since, true);
+        res->shared_error = true;
+    }
+    strix_train_event end = {.kind = STRIX_TRAIN_EV_LOOP_END, .step = step, .loss = res->loss};
+    emit(h, &end);
     if (s == STRIX_OK && !saved_here) // the stop's save; a time limit's stop evaluates first
-        s = eval_and_save(model, state, hooks, eval_at_stop, &res.val_step);
+        s = eval_and_save(model, state, h, eval_at_stop, &res->val_step, &res->shared_error);
+    return s;
+}
+
+strix_status strix_train_run(const strix_train_config *cfg, strix_train_model *model,
+                             strix_optimizer *opt, strix_train_state *state,
+                             const strix_train_hooks *hooks, strix_train_result *result) {
+    strix_train_result res = {.end = STRIX_TRAIN_FINISHED, .first_step = state->step,
+                              .loss = NAN, .val_step = -1, .skipped = 0, .skip_since = -1};
+    if (result) *result = res;
+    if (cfg->steps < 1 || cfg->eval_every < 0)
+        return strix_error(STRIX_ERR_ARG, "train: steps %lld must be >= 1 and eval_every %lld "
+                           ">= 0", (long long)cfg->steps, (long long)cfg->eval_every);
+    strix_train_hooks h = hooks ? *hooks : (strix_train_hooks){0};
+    int S = cfg->grad_shards > 1 ? cfg->grad_shards : 1, N = strix_dist_size(h.dist);
+    strix_status s = S > 1 || N > 1 ? check_shards(cfg, S, N) : STRIX_OK;
+    strix_dist *solo = NULL;
+    if (s == STRIX_OK && !h.dist && S > 1) s = strix_dist_open_solo(&solo);
+    if (solo) h.dist = solo;
+    if (s == STRIX_OK && N > 1) s = sync_ranks(h.dist, model->params, state, &res.shared_error);
+    if (s == STRIX_OK) {
+        res.first_step = state->step;
+        s = run_loop(cfg, model, opt, state, &h, &res);
+    } else {
+        res.shared_error |= s == STRIX_ERR_ARG; // the shards: every rank checks the same config
+    }
+    strix_dist_close(solo);
     if (result) *result = res;
     return s;
 }

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "strix/dist.h"
 #include "tool.h"
 
 #ifndef STRIX_TOOL_BACKENDS /* set by CMake from the backends it builds */
@@ -113,6 +114,9 @@ static int run_command(int argc, char **argv) {
     }
     if (strcmp(cmd, "--version") == 0) {
         printf("strix %s\n", STRIX_TOOL_VERSION);
+        printf("multi-process training: %s\n", strix_dist_has_mpi()
+                   ? "MPI (strix train --procs N, or mpirun -np N strix train)"
+                   : "off (built without MPI: apt-get install libopenmpi-dev openmpi-bin)");
         if (fflush(stdout) != 0) {
             fprintf(stderr, "strix: cannot write the version: %s\n", strerror(errno));
             return 1;

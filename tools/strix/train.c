@@ -33,7 +33,9 @@
 #include <unistd.h>
 
 #include "args.h"
+#include "launch.h"
 #include "out_file.h"
+#include "ranks.h"
 #include "train_metrics.h"
 #include "strix/backend.h"
 #include "strix/checkpoint.h"
@@ -50,7 +52,8 @@ typedef struct train_flags {
     const char *data, *out, *resume, *backend, *device, *head_sizes, *metrics, *init_from, *arch;
     int64_t steps;
     double time;
-    int d_model, layers, heads, d_ff, block, batch, grad_accum, threads, eval_batches;
+    int d_model, layers, heads, d_ff, block, batch, grad_accum, grad_shards, threads, eval_batches;
+    int procs;
     int hidden, d_state, d_conv, expand;
     float lr, min_lr, weight_decay, clip, dropout;
     int64_t warmup, eval_every, stride, stop_after, log_every, patience, nan_from;
@@ -61,7 +64,7 @@ typedef struct train_flags {
 } train_flags;
 
 #define BIG 1e300
-#define NSPECS 47
+#define NSPECS 49
 
 /* Fills specs (NSPECS entries) pointing into f. */
 static void train_specs(train_flags *f, arg_spec *s) {
@@ -97,9 +100,12 @@ static void train_specs(train_flags *f, arg_spec *s) {
              "retnet 2 x)"),
         FLAG("block", ARG_INT, &f->block, 1, 1 << 20, 0, "T", "context length T (default 64)"),
         FLAG("batch", ARG_INT, &f->batch, 1, 1 << 20, 0, "B",
-             "sequences per micro-batch B (default 16)"),
+             "sequences per micro-batch B, over all processes of a data-parallel run (default 16)"),
         FLAG("grad-accum", ARG_INT, &f->grad_accum, 1, 1 << 16, 0, "N",
              "micro-batches per step: N x B sequences, gradients averaged (default 1)"),
+        FLAG("grad-shards", ARG_INT, &f->grad_shards, 1, 1 << 20, 0, "S",
+             "gradient shards per micro-batch, summed in a fixed order: the run's bits depend on S,"
+             " not on the process count, which must divide it (default: the process count)"),
         FLAG("lr", ARG_FLOAT, &f->lr, 0, 10, true, "RATE", "peak learning rate (default 1e-3)"),
         FLAG("min-lr", ARG_FLOAT, &f->min_lr, 0, 10, 0, "RATE",
              "final learning rate of the cosine decay (default lr/10)"),
@@ -115,6 +121,9 @@ static void train_specs(train_flags *f, arg_spec *s) {
              "validation batches per evaluation (default 20)"),
         FLAG("val-fraction", ARG_DOUBLE, &f->val_fraction, 0, 0.9, true, "F",
              "held-out tail of the corpus (default 0.1)"),
+        FLAG("procs", ARG_INT, &f->procs, 1, 4096, 0, "N",
+             "train as N processes under OpenMPI's mpirun, data parallel on this machine "
+             "(default 1; see below)"),
         FLAG("threads", ARG_INT, &f->threads, 0, 4096, 0, "N",
              "CPU threads, 0 = all cores (default 0); results do not depend on it"),
         FLAG("backend", ARG_STRING, &f->backend, 0, 0, 0, "NAME",
@@ -338,6 +347,8 @@ static bool checkpoint_value(const strix_checkpoint_info *ck, const char *name, 
     else if (strcmp(name, "batch") == 0) snprintf(buf, cap, "%d", t->batch);
     else if (strcmp(name, "grad-accum") == 0)
         snprintf(buf, cap, "%d", t->grad_accum > 1 ? t->grad_accum : 1);
+    else if (strcmp(name, "grad-shards") == 0)
+        snprintf(buf, cap, "%d", t->grad_shards > 1 ? t->grad_shards : 1);
     else if (strcmp(name, "lr") == 0) args_format_float(buf, cap, t->lr);
     else if (strcmp(name, "min-lr") == 0) args_format_float(buf, cap, t->min_lr);
     else if (strcmp(name, "warmup") == 0) snprintf(buf, cap, "%" PRId64, t->warmup);
@@ -408,6 +419,9 @@ typedef struct run {
     char data_path[STRIX_PATH_MAX]; /* info.train.data_path and .backend point here */
     char backend[32];
     out_lock lock;              /* held while the run may write --out */
+    ranks ranks;                /* the processes of a data-parallel run (one: size 1) */
+    bool root;                  /* rank 0: prints, checks and writes the outputs */
+    bool alone_error;           /* the run failed on this rank only (the job must be aborted) */
 } run;
 
 static void run_free(run *r) {
@@ -531,6 +545,12 @@ static void print_setup(const run *r, bool resumed) {
     int nt = strix_get_num_threads();
     printf("model: %s, %zu parameters; backend %s, %d thread%s\n", shape,
            strix_lm_params(r->lm)->total, strix_backend_name(r->be), nt, nt == 1 ? "" : "s");
+    int S = i->train.grad_shards > 1 ? i->train.grad_shards : 1, N = r->ranks.size;
+    if (N > 1 || S > 1)
+        printf("data parallel: %d process%s x %d sequence%s of the global batch %d, %d gradient "
+               "shard%s (the same bits on any process count dividing %d)\n", N,
+               N == 1 ? "" : "es", i->train.batch / N, i->train.batch / N == 1 ? "" : "s",
+               i->train.batch, S, S == 1 ? "" : "s", S);
     if (resumed)
         printf("resuming at step %" PRId64 " of %" PRId64 "\n", i->state.step, i->train.steps);
     fflush(stdout);
@@ -557,6 +577,7 @@ static double tokens_per_s(const run *r, int64_t step, int64_t first, double ela
 
 static void progress(run *r, int64_t step, int64_t first, float loss, double t0, bool force) {
     static double last_print;
+    if (!r->root) return;
     double now = tool_now(), elapsed = now - t0;
     int64_t total = r->info.train.steps;
     bool due = r->tty ? (force || now - last_print > 0.1)
@@ -631,11 +652,13 @@ static strix_train_action on_event(void *user, const strix_train_event *ev) {
     run *r = c->r;
     switch (ev->kind) {
     case STRIX_TRAIN_EV_SKIPPED:
+        if (!r->root) return STRIX_TRAIN_CONTINUE;
         clear_progress(r);
         fprintf(stderr, "strix: warning: step %" PRId64 ": loss %g, gradient norm %g; "
                         "step skipped\n", ev->step + 1, (double)ev->loss, ev->grad_norm);
         return STRIX_TRAIN_CONTINUE;
     case STRIX_TRAIN_EV_EVAL:
+        if (!r->root) return STRIX_TRAIN_CONTINUE;
         clear_progress(r);
         printf("step %" PRId64 ": val loss %.4f\n", ev->step, ev->val_loss);
         fflush(stdout); /* before the stop line on stderr */
@@ -706,11 +729,15 @@ static int train_loop(run *r) {
             r->evals_since_best = 0;
         }
     }
-    strix_train_hooks hooks = {.on_event = on_event, .user = &c, .stop = &out_stop_signal};
+    strix_train_hooks hooks = {.dist = r->ranks.dist, .on_event = on_event, .user = &c,
+                               .stop = &out_stop_signal};
     strix_train_result res;
     strix_status s = strix_train_run(t, &r->model, r->opt, &info->state, &hooks, &res);
     out_stop_signals_ignore();
     clear_progress(r);
+    if (s != STRIX_OK && !res.shared_error) r->alone_error = true;
+    if (s != STRIX_OK && res.shared_error && !r->root) return 1; /* rank 0 reports it */
+    if (s == STRIX_OK && !r->root) return 0;
     if (s == STRIX_ERR_NUMERIC) { /* no update any more: nothing was saved since */
         char kept[STRIX_PATH_MAX + 64] = "no checkpoint was written";
         if (r->good_step >= 0)
@@ -767,7 +794,7 @@ static int train_loop(run *r) {
 /* Checks the flags given with --resume against the checkpoint (exit code 2 on a conflict). */
 static int check_resume_flags(const strix_checkpoint_info *ck, arg_spec *specs, int n) {
     /* --data may name the corpus at another place: its size and hash are checked instead. */
-    static const char *allowed[] = {"out",       "threads",    "time", "backend", "device",
+    static const char *allowed[] = {"out",       "threads",    "procs",    "time", "backend", "device",
                                     "resume",    "log-every",  "stop-after", "save-delay",
                                     "step-delay",
                                     "data",      "metrics",    "keep-best", "patience",
@@ -798,8 +825,12 @@ static int check_resume_flags(const strix_checkpoint_info *ck, arg_spec *specs, 
 /* Creates the run's backend: `name` is --backend for a new run, and for a resumed run the
  * checkpoint's backend unless --backend names another. Records it for the next checkpoint. */
 static int setup_backend(run *r, const train_flags *f, const char *name) {
-    tool_warn_threads(f->threads);
-    strix_set_num_threads(f->threads);
+    int threads = f->threads;
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    int local = strix_dist_local_size(); /* processes of this job on this machine share its cores */
+    if (threads == 0 && local > 1) threads = cores > local ? (int)(cores / local) : 1;
+    tool_warn_threads(threads);
+    strix_set_num_threads(threads);
     strix_status s = tool_backend_init(name, &r->be);
     if (s != STRIX_OK) {
         fprintf(stderr, "strix: backend %s: %s\n", name, strix_last_error());
@@ -810,11 +841,10 @@ static int setup_backend(run *r, const train_flags *f, const char *name) {
     return 0;
 }
 
-static strix_status run_loss_step(void *ctx, int64_t step, int micro, float grad_scale,
-                                  float *loss) {
+static strix_status run_loss_step(void *ctx, const strix_train_slice *sl, float *loss) {
     run *r = ctx;
-    strix_status s = r->lm_model.loss_step(r->lm_model.ctx, step, micro, grad_scale, loss);
-    if (r->nan_from > 0 && step + 1 >= r->nan_from) *loss = NAN; /* the testing flag */
+    strix_status s = r->lm_model.loss_step(r->lm_model.ctx, sl, loss);
+    if (r->nan_from > 0 && sl->step + 1 >= r->nan_from) *loss = NAN; /* the testing flag */
     if (r->step_delay > 0) { /* the testing flag: a step long enough to be interrupted in */
         double whole = floor(r->step_delay);
         struct timespec ts = {.tv_sec = (time_t)whole,
@@ -1000,6 +1030,14 @@ static int start_new_from(run *r, train_flags *f, arg_spec *specs, int n,
     t->adam_eps = adam.eps;
     t->batch = f->batch;
     t->grad_accum = f->grad_accum;
+    t->grad_shards = f->grad_shards > 0 ? f->grad_shards : r->ranks.size;
+    if (t->grad_shards % r->ranks.size != 0 || t->batch % t->grad_shards != 0) {
+        fprintf(stderr, "strix train: --batch %d is the global batch of the %d process%s: it "
+                        "must be divisible by --grad-shards %d, a multiple of the process "
+                        "count\n", t->batch, r->ranks.size, r->ranks.size == 1 ? "" : "es",
+                t->grad_shards);
+        return 2;
+    }
     t->seed = f->seed;
     t->eval_every = f->eval_every;
     t->eval_batches = f->eval_batches;
@@ -1018,16 +1056,16 @@ static int start_new_from(run *r, train_flags *f, arg_spec *specs, int n,
         return 2;
     }
     struct stat st;
-    bool out_exists = stat(r->out, &st) == 0;
+    bool out_exists = r->root && stat(r->out, &st) == 0; /* rank 0 alone writes the outputs */
     /* every output is checked before anything is created (the log is opened in cmd_train) */
     if (f->init_from && out_exists && out_same_file(r->out, f->init_from)) {
         fprintf(stderr, "strix train: --out '%s' is the --init-from file; a fine-tune writes its "
                         "own checkpoint (choose another --out)\n", r->out);
         return 2;
     }
-    int rc = out_check(r->out, data, f->force);
-    if (rc == 0) rc = check_outputs(r, f, data, -1);
-    if (rc == 0) rc = out_lock_take(&r->lock, r->out);
+    int rc = r->root ? out_check(r->out, data, f->force) : 0;
+    if (rc == 0 && r->root) rc = check_outputs(r, f, data, -1);
+    if (rc == 0 && r->root) rc = out_lock_take(&r->lock, r->out);
     if (rc) return rc;
 
     rc = load_corpus(r, data, f->data == NULL, NULL, false);
@@ -1083,6 +1121,7 @@ static bool best_of_this_run(const strix_checkpoint_info *b, const strix_checkpo
            x->warmup == y->warmup && x->weight_decay == y->weight_decay && x->clip == y->clip &&
            x->adam_beta1 == y->adam_beta1 && x->adam_beta2 == y->adam_beta2 &&
            x->adam_eps == y->adam_eps && x->batch == y->batch && ax == ay &&
+           (x->grad_shards > 1 ? x->grad_shards : 1) == (y->grad_shards > 1 ? y->grad_shards : 1) &&
            x->seed == y->seed && x->eval_every == y->eval_every &&
            x->eval_batches == y->eval_batches && x->val_fraction == y->val_fraction &&
            x->sequential == y->sequential && x->stride == y->stride;
@@ -1166,7 +1205,7 @@ static int check_outputs(run *r, const train_flags *f, const char *data, int64_t
 /* Opens the metrics log checked by check_outputs, once the run is set up (a run refused or failed
  * before this leaves no log behind). Returns 0 or an exit code (message printed). */
 static int open_outputs(run *r) {
-    if (!r->metrics_on) return 0;
+    if (!r->root || !r->metrics_on) return 0;
     return metrics_open(&r->metrics, r->metrics_path, r->out, r->info.train.data_path,
                         r->resume_step, r->force);
 }
@@ -1223,9 +1262,18 @@ static int start_resumed(run *r, train_flags *f, arg_spec *specs, int n) {
         fprintf(stderr, "strix train: --data path is too long\n");
         return 2;
     }
-    rc = out_check(r->out, data, true);
-    if (rc == 0) rc = check_outputs(r, f, data, r->info.state.step);
-    if (rc == 0) rc = out_lock_take(&r->lock, r->out);
+    int S = t->grad_shards > 1 ? t->grad_shards : 1;
+    if (S % r->ranks.size != 0) {
+        fprintf(stderr, "strix train: %s was trained with %d gradient shard%s; it resumes on a "
+                        "process count dividing %d, not on %d\n", f->resume, S,
+                S == 1 ? "" : "s", S, r->ranks.size);
+        return 2;
+    }
+    if (r->root) {
+        rc = out_check(r->out, data, true);
+        if (rc == 0) rc = check_outputs(r, f, data, r->info.state.step);
+        if (rc == 0) rc = out_lock_take(&r->lock, r->out);
+    }
     r->vocab_fixed = true;
     if (rc == 0) rc = load_corpus(r, data, false, f->resume, f->data != NULL);
     if (rc) return rc;
@@ -1235,6 +1283,72 @@ static int start_resumed(run *r, train_flags *f, arg_spec *specs, int n) {
     t->data_path = r->data_path;
     t->time_limit = f->time;
     return setup_trainer(r);
+}
+
+/* Removes every "--name V" and "--name=V" from argv (in place); returns the new argc. */
+static int argc_without(int argc, char **argv, const char *name) {
+    size_t len = strlen(name);
+    int k = 0;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        bool flag = i > 0 && a[0] == '-' && a[1] == '-' && strncmp(a + 2, name, len) == 0;
+        if (flag && a[2 + len] == '=') continue;
+        if (flag && a[2 + len] == '\0') {
+            i++; /* and its value */
+            continue;
+        }
+        argv[k++] = argv[i];
+    }
+    argv[k] = NULL;
+    return k;
+}
+
+/* cmd_train once the communicator is open: parse, set up, agree across the ranks, train. */
+static int train_main(run *r, train_flags *f, arg_spec *specs, int n, int argc, char **argv) {
+    int rc = args_parse("train", argc, argv, 2, specs, n);
+    if (rc == 1) {
+        print_train_help(specs, NSPECS);
+        return 0;
+    }
+    if (rc) return rc;
+    /* --device / --backend to the backend name (f->backend from here on) */
+    rc = args_backend_of("train", f->device,
+                         args_find(specs, n, "backend")->seen ? f->backend : NULL, &f->backend);
+    if (rc) return rc;
+    r->out = f->out ? f->out : (f->resume ? f->resume : "model.safetensors");
+    if (f->procs > 1 || (f->procs == 1 && strix_dist_launched_size() > 0)) {
+        if (strix_dist_launched_size() > 0) {
+            fprintf(stderr, "strix train: --procs starts the processes itself; under mpirun, "
+                            "leave it out (mpirun -np N gives the count)\n");
+            return 2;
+        }
+        return launch_train(f->procs, argc_without(argc, argv, "procs"), argv, r->out);
+    }
+    r->time_limit = f->time;
+    r->stop_after = f->stop_after;
+    r->log_every = f->log_every;
+    r->save_delay = f->save_delay;
+    r->step_delay = f->step_delay;
+    r->nan_from = f->nan_from;
+    r->good_step = -1;
+    if (f->resume && f->init_from) {
+        fprintf(stderr, "strix train: --init-from starts a new run; it cannot be given with "
+                        "--resume\n");
+        return 2;
+    }
+    r->tty = isatty(STDERR_FILENO);
+    if (strlen(r->out) >= STRIX_PATH_MAX) {
+        fprintf(stderr, "strix train: --out path is too long\n");
+        return 2;
+    }
+    rc = f->resume ? start_resumed(r, f, specs, n) : start_new(r, f, specs, n);
+    if (rc == 0) rc = open_outputs(r);
+    rc = ranks_agree(&r->ranks, rc); /* one rank's failed setup stops every rank */
+    if (rc == 0) {
+        if (r->root) print_setup(r, f->resume != NULL);
+        rc = train_loop(r);
+    }
+    return rc;
 }
 
 int cmd_train(int argc, char **argv) {
@@ -1249,45 +1363,14 @@ int cmd_train(int argc, char **argv) {
     };
     arg_spec specs[NSPECS];
     train_specs(&f, specs);
-    int n = NSPECS;
-    int rc = args_parse("train", argc, argv, 2, specs, n);
-    if (rc == 1) {
-        print_train_help(specs, NSPECS);
-        return 0;
-    }
-    if (rc) return rc;
-    /* --device / --backend to the backend name (f.backend from here on) */
-    rc = args_backend_of("train", f.device, args_find(specs, n, "backend")->seen ? f.backend : NULL,
-                         &f.backend);
-    if (rc) return rc;
-
     run r;
     memset(&r, 0, sizeof r);
     r.lock.fd = -1;
-    r.out = f.out ? f.out : (f.resume ? f.resume : "model.safetensors");
-    r.time_limit = f.time;
-    r.stop_after = f.stop_after;
-    r.log_every = f.log_every;
-    r.save_delay = f.save_delay;
-    r.step_delay = f.step_delay;
-    r.nan_from = f.nan_from;
-    r.good_step = -1;
-    if (f.resume && f.init_from) {
-        fprintf(stderr, "strix train: --init-from starts a new run; it cannot be given with "
-                        "--resume\n");
-        return 2;
-    }
-    r.tty = isatty(STDERR_FILENO);
-    if (strlen(r.out) >= STRIX_PATH_MAX) {
-        fprintf(stderr, "strix train: --out path is too long\n");
-        return 2;
-    }
-    rc = f.resume ? start_resumed(&r, &f, specs, n) : start_new(&r, &f, specs, n);
-    if (rc == 0) rc = open_outputs(&r);
-    if (rc == 0) {
-        print_setup(&r, f.resume != NULL);
-        rc = train_loop(&r);
-    }
+    if (ranks_open(&r.ranks)) return 1;
+    r.root = r.ranks.rank == 0;
+    int rc = train_main(&r, &f, specs, NSPECS, argc, argv);
     run_free(&r);
+    if (r.alone_error) rc = ranks_fail_alone(&r.ranks, rc > 0 ? rc : 1);
+    ranks_close(&r.ranks);
     return rc < 0 ? 0 : rc;
 }

@@ -285,6 +285,7 @@ static const meta_field run_fields[] = {
     F32("adam_eps", train.adam_eps, 1e-30, 1.0),
     INT("batch", train.batch, 1, 1 << 24),
     INT_OPT("grad_accum", train.grad_accum, 0, 1 << 16, 1), /* 0 and 1: none */
+    INT_OPT("grad_shards", train.grad_shards, 0, 1 << 24, 1), /* 0 and 1: none */
     U64("seed", train.seed),
     I64("eval_every", train.eval_every, 1, BIG),
     INT("eval_batches", train.eval_batches, 1, 1 << 24),
