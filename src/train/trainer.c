@@ -1,8 +1,9 @@
 /*
- * trainer.c - the training step and loop of strix/train.h: micro-batches, the gradient hook,
- * clipping, the non-finite skip, the schedule, the optimizer step; evaluation, checkpoints, stop
- * flag and stop requests, resume from the state's step. Knows no model: everything model-shaped
- * comes through strix_train_model. Does not print, read clocks or handle signals.
+ * trainer.c - the training step and loop of strix/train.h: micro-batches, gradient shards summed
+ * through the communicator, clipping, the non-finite skip, the schedule, the optimizer step;
+ * evaluation, checkpoints, stop flag and stop requests (agreed across ranks), resume from the
+ * state's step. Knows no model: everything model-shaped comes through strix_train_model. Does not
+ * print, read clocks or handle signals.
  */
 #include <math.h>
 #include <stdio.h>
