@@ -7,10 +7,11 @@
  * The promise: the gradient of a step is the sum of S "gradient shards" (each the gradient of an
  * equal slice of the global batch) added by ONE binary tree over the shard index (strix_dist_tree,
  * below), whichever rank computed which shard. So N processes each computing S/N shards give the
- * bits one process gives computing all S, for every N dividing S. The exchange is llm.c's data
- * parallelism without the ring: every rank sends chunk q of each of its shards to rank q
- * (all-to-all), rank q adds its chunk of all S shards by the tree, and an all-gather hands every
- * rank the whole sum: 2·(N-1)/N of the gradient's bytes per shard held, the ring's traffic.
+ * bits one process gives computing all S, for every N dividing S. The exchange: every rank sends
+ * chunk q of each of its S/N shards to rank q (all-to-all), rank q adds its chunk of all S shards
+ * by the tree, and an all-gather hands every rank the whole sum. Per step each rank sends (and
+ * receives) (S/N + 1)·(N-1)/N of the gradient's bytes: with S = N, 2·(N-1)/N, a ring
+ * all-reduce's traffic.
  *
  * Memory: buffers here are host memory (a GPU backend stages its gradient through the host).
  * Not here: which slice of a batch a shard is (the trainer and the model adapter), NCCL.
@@ -39,6 +40,10 @@ STRIX_API int strix_dist_launched_size(void);
 /* The number of processes of this job on this machine as the launcher announced it
  * (OMPI_COMM_WORLD_LOCAL_SIZE, MPI_LOCALNRANKS), 1 when none did: for dividing the cores. */
 STRIX_API int strix_dist_local_size(void);
+
+/* This process's index among the job's processes on this machine as the launcher announced it
+ * (OMPI_COMM_WORLD_LOCAL_RANK, MPI_LOCALRANKID), 0 when none did: for choosing a GPU. */
+STRIX_API int strix_dist_local_rank(void);
 
 /* Opens the communicator: started by an MPI launcher, MPI_Init and a duplicate of MPI_COMM_WORLD
  * whose errors return (never abort); otherwise a world of one. STRIX_ERR_UNSUPPORTED when a

@@ -8,27 +8,33 @@
 
 #include "dist/dist_internal.h"
 
-/* The first of `names` set in the environment to a positive integer; 0 when none is. */
-static int env_count(const char *const *names, int count) {
+/* The first of `names` set in the environment to an integer >= low; `low - 1` when none is. */
+static int env_count(const char *const *names, int count, int low) {
     for (int i = 0; i < count; i++) {
         const char *v = getenv(names[i]);
         if (!v || !*v) continue;
         char *end;
         long n = strtol(v, &end, 10);
-        if (*end == '\0' && n > 0 && n < (1 << 24)) return (int)n;
+        if (*end == '\0' && n >= low && n < (1 << 24)) return (int)n;
     }
-    return 0;
+    return low - 1;
 }
 
 int strix_dist_launched_size(void) {
     static const char *const names[] = {"OMPI_COMM_WORLD_SIZE", "PMIX_SIZE", "PMI_SIZE"};
-    return env_count(names, 3);
+    return env_count(names, 3, 1);
 }
 
 int strix_dist_local_size(void) {
     static const char *const names[] = {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS"};
-    int n = env_count(names, 2);
+    int n = env_count(names, 2, 1);
     return n > 0 ? n : 1;
+}
+
+int strix_dist_local_rank(void) {
+    static const char *const names[] = {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID"};
+    int n = env_count(names, 2, 0);
+    return n >= 0 ? n : 0;
 }
 
 strix_status strix_dist_open_solo(strix_dist **out) {

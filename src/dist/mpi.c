@@ -1,8 +1,8 @@
 /*
  * mpi.c - the communicator's MPI transport (built when CMake finds MPI: STRIX_HAVE_MPI): start and
  * stop, barrier, broadcast, max, all-gather, and the gradient sum as an all-to-all of shard chunks
- * (MPI_Alltoallw with one strided type per peer, so nothing is packed), the tree on this rank's
- * chunk, and an all-gather of the chunks. Errors return (MPI_ERRORS_RETURN) as STRIX_ERR_IO with
+ * (nonblocking sends and receives, one strided type per peer, so nothing is packed), the tree on
+ * this rank's chunk, and an all-gather of the chunks. Errors return (MPI_ERRORS_RETURN) as STRIX_ERR_IO with
  * MPI's message and this rank.
  */
 #include <limits.h>

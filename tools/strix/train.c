@@ -197,8 +197,9 @@ static void print_train_help(arg_spec *specs, int n) {
            "--resume: the checkpoint carries weights, optimizer state, step, data stream, the\n"
            "corpus's absolute path, size and hash, and every hyper-parameter. Only --out,\n"
            "--threads, --time, --backend, --log-every, --metrics, --keep-best, --patience,\n"
-           "--force and --stop-after may be given with it (and --device, like --backend), plus --data naming\n"
-           "the same corpus (checked by size and hash) when it has moved; other flags are\n"
+           "--force, --procs and --stop-after may be given with it (and --device, like\n"
+           "--backend), plus --data naming the same corpus (checked by size and hash) when it\n"
+           "has moved; other flags are\n"
            "refused unless they repeat the checkpoint's value.\n"
            "A resumed run keeps the backend recorded in the checkpoint and is then bit-identical\n"
            "to an uninterrupted run; another --backend continues the run to within rounding (the\n"
@@ -229,6 +230,15 @@ static void print_train_help(arg_spec *specs, int n) {
            "depend on --seed, the step and the micro-batch, so resumes stay bit-identical.\n"
            "--threads above the number of online cores is kept with a warning: oversubscribed\n"
            "threads make every step much slower.\n"
+           "--procs N: data-parallel training as N processes under OpenMPI's mpirun on this\n"
+           "machine (mpirun -np N strix train ... does the same, across machines with a\n"
+           "hostfile). --batch is then the global batch; each micro-batch is cut into\n"
+           "--grad-shards S slices (default N; a multiple of N), each process computes S/N of\n"
+           "them and their gradients are added in one fixed order: the checkpoint is the bytes\n"
+           "one process writes with --grad-shards S, and it resumes on any process count\n"
+           "dividing S. Rank 0 prints and writes the files; Ctrl-C stops every process at one\n"
+           "step and rank 0 saves once; without --threads the processes share the cores. See\n"
+           "docs/DISTRIBUTED.md.\n"
            "Default corpus: the Debian package 'fortunes' (" DEFAULT_CORPUS ").\n");
 }
 
@@ -831,9 +841,15 @@ static int setup_backend(run *r, const train_flags *f, const char *name) {
     if (threads == 0 && local > 1) threads = cores > local ? (int)(cores / local) : 1;
     tool_warn_threads(threads);
     strix_set_num_threads(threads);
-    strix_status s = tool_backend_init(name, &r->be);
+    /* the processes of one machine take one GPU each: "cuda" is cuda:<local rank> there (the
+     * checkpoint keeps the name given) */
+    char device[48];
+    bool gpu = strcmp(name, "cuda") == 0 || strcmp(name, "hip") == 0;
+    snprintf(device, sizeof device, "%s", name);
+    if (gpu && local > 1) snprintf(device, sizeof device, "%s:%d", name, strix_dist_local_rank());
+    strix_status s = tool_backend_init(device, &r->be);
     if (s != STRIX_OK) {
-        fprintf(stderr, "strix: backend %s: %s\n", name, strix_last_error());
+        fprintf(stderr, "strix: backend %s: %s\n", device, strix_last_error());
         return 1;
     }
     if (name != r->backend) snprintf(r->backend, sizeof r->backend, "%s", name);
