@@ -109,6 +109,8 @@ else
     else
         fail "killed rank: exit $rc after $ms ms, $lines lines:"; cat k.err >&2
     fi
+    # mpirun may return before the last rank it stopped is gone (and its lock on k.st with it)
+    for _ in $(seq 100); do flock -n k.st.lock true && break; sleep 0.1; done
     "$STRIX" train --resume k.st --threads 1 --stop-after 100 >kr.out 2>&1 \
         && grep -q "resuming at step" kr.out && ok "the checkpoint is intact: $(grep -o 'resuming at step [0-9]*' kr.out)" \
         || { fail "checkpoint after the kill does not resume"; cat kr.out >&2; }

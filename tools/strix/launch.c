@@ -46,9 +46,10 @@ static bool on_path(const char *name) {
 }
 
 /* mpirun's notice between two rules of dashes, reduced: a rank that died by a signal is one
- * line; the note that a rank exited non-zero is dropped (the rank said why itself); anything
- * else is shown as it came. */
-static void notice(const char *box, const char *out) {
+ * line (and true is returned: what the other ranks still print as they are stopped is noise);
+ * the note that a rank exited non-zero is dropped (the rank said why itself); anything else is
+ * shown as it came. */
+static bool notice(const char *box, const char *out) {
     const char *at = strstr(box, "process rank ");
     const char *sig = strstr(box, "on signal ");
     if (at && sig) {
@@ -56,9 +57,10 @@ static void notice(const char *box, const char *out) {
         fprintf(stderr, "strix: rank %d died (signal %d, %s); every process was stopped; the "
                         "last checkpoint saved to %s is intact\n", rank, signo,
                 strsignal(signo), out);
-    } else if (!strstr(box, "non-zero exit code") && !strstr(box, "non-zero status")) {
-        fputs(box, stderr);
+        return true;
     }
+    if (!strstr(box, "non-zero exit code") && !strstr(box, "non-zero status")) fputs(box, stderr);
+    return false;
 }
 
 int launch_train(int procs, int argc, char **argv, const char *out) {
@@ -125,12 +127,12 @@ int launch_train(int procs, int argc, char **argv, const char *out) {
     FILE *in = fdopen(pipefd[0], "r");
     char line[4096], box[16384];
     size_t used = 0;
-    bool in_box = false;
+    bool in_box = false, died = false;
     while (in && fgets(line, sizeof line, in)) {
         bool rule = strncmp(line, "----------", 10) == 0;
         if (rule && in_box) {
             box[used] = '\0';
-            notice(box, out);
+            died |= notice(box, out);
             in_box = false;
         } else if (rule) {
             in_box = true;
@@ -138,7 +140,7 @@ int launch_train(int procs, int argc, char **argv, const char *out) {
         } else if (in_box) {
             size_t n = strlen(line);
             if (used + n < sizeof box) memcpy(box + used, line, n), used += n;
-        } else if (strncmp(line, "mpirun: Forwarding signal", 25) != 0) {
+        } else if (!died && strncmp(line, "mpirun: Forwarding signal", 25) != 0) {
             fputs(line, stderr);
             fflush(stderr);
         }
