@@ -4,8 +4,10 @@
 # writes with the same --grad-shards, byte for byte (with gradient accumulation and dropout, and
 # for a sequence model too); a 2-process checkpoint resumes on 1 and on 4 processes to the
 # uninterrupted run's bytes; Ctrl-C on the launcher stops every process at one step, saves once
-# and resumes bit for bit; a killed process ends the job within 10 s with one line naming its rank
-# and leaves the checkpoint intact; bad input is one line and a non-zero exit. Skips (77) in a
+# and resumes bit for bit (also when it comes at start-up), a second one ends all at once; a
+# killed process ends the job within 10 s with one line naming its rank and leaves the checkpoint
+# intact; bad input (processes started with different flags included) is one line and a non-zero
+# exit. Skips (77) in a
 # build without MPI or without mpirun.
 source "$(dirname "$0")/lib.bash"
 
@@ -86,6 +88,29 @@ fi
 "$STRIX" train --resume c.st --procs 2 >/dev/null 2>&1 || fail "resume after Ctrl-C"
 same_file "interrupted on 2 processes + resumed == uninterrupted" u.st c.st
 
+# Ctrl-C at start-up is never lost: the ranks stop after their first step, rank 0 saves
+"$STRIX" train "${RUN[@]}" --procs 2 --step-delay 0.2 --out early.st >early.out 2>early.err &
+launcher=$!
+sleep 0.1
+kill -INT $launcher
+wait $launcher
+rc=$?
+[ $rc -eq 0 ] && grep -q "interrupted at step 1 of 20" early.err && [ -f early.st ] \
+    && ok "Ctrl-C at start-up: stopped at step 1, saved" \
+    || { fail "Ctrl-C at start-up: exit $rc"; cat early.err >&2; }
+# a second Ctrl-C ends every process at once: one line, exit 130
+"$STRIX" train "${RUN[@]}" --procs 2 --step-delay 0.5 --out twice.st >twice.out 2>twice.err &
+launcher=$!
+sleep 1
+kill -INT $launcher
+sleep 0.1
+kill -INT $launcher
+wait $launcher
+rc=$?
+[ $rc -eq 130 ] && [ "$(wc -l <twice.err)" -eq 1 ] && grep -q "stopped at once" twice.err \
+    && ok "a second Ctrl-C: exit 130, $(cat twice.err)" \
+    || { fail "a second Ctrl-C: exit $rc"; cat twice.err >&2; }
+
 # ---- a killed process ----
 "$STRIX" train "${LONG[@]}" --steps 100000 --eval-every 20 --step-delay 0.01 --procs 2 \
     --out k.st >k.out 2>k.err &
@@ -129,5 +154,10 @@ expect_error "no mpirun" "needs OpenMPI's mpirun on PATH" \
     /usr/bin/env PATH=/nonexistent "$STRIX" train "${RUN[@]}" --procs 2 --out bad.st
 expect_error "--procs under mpirun" "leave it out" \
     mpirun --quiet -np 2 --oversubscribe "$STRIX" train "${RUN[@]}" --procs 2 --out bad.st
+expect_error "processes started with different flags" "started with different settings" \
+    mpirun --quiet -np 1 "$STRIX" train "${RUN[@]}" --out bad.st : \
+    -np 1 "$STRIX" train "${RUN[@]}" --d-model 64 --out bad.st
+expect_error "--grad-shards not a multiple of the processes" "not a multiple of the 2 processes" \
+    "$STRIX" train "${RUN[@]}" --procs 2 --grad-shards 1 --out bad.st
 [ ! -e bad.st ] && ok "no checkpoint from refused runs" || fail "a refused run wrote bad.st"
 finish

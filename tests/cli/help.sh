@@ -33,7 +33,7 @@ for cmd in train sample explain export plot; do
 done
 grep -q "2000" train.txt && ok "train --help names the default step count" || fail "no 2000"
 # the flags --resume accepts, as the code accepts them
-"$STRIX" train --help | tr '\n' ' ' | grep -q -- "--out, --threads, --time, --backend, --log-every, --metrics, --keep-best, --patience, --force and --stop-after" \
+"$STRIX" train --help | tr '\n' ' ' | grep -q -- "--out, --threads, --time, --backend, --log-every, --metrics, --keep-best, --patience, --force, --procs and --stop-after" \
     && ok "train --help lists the flags allowed with --resume" || fail "resume flag list"
 grep -q "bit-identical" train.txt && grep -q "within rounding" train.txt \
     && ok "train --help: same backend bit-identical, another backend to rounding" \

@@ -273,16 +273,13 @@ void out_stop_signals_install(void) {
     sigemptyset(&sa.sa_mask);
     sigaddset(&sa.sa_mask, SIGINT); /* one handler at a time, whichever signal and thread */
     sigaddset(&sa.sa_mask, SIGTERM);
-    sigaddset(&sa.sa_mask, SIGUSR1);
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGUSR1, &sa, NULL); /* strix train --procs: the launcher's Ctrl-C, via mpirun */
 }
 
 void out_stop_signals_ignore(void) {
     signal(SIGINT, SIG_IGN);
     signal(SIGTERM, SIG_IGN);
-    signal(SIGUSR1, SIG_IGN);
 }
 
 void out_save_begin(out_save_guard *g) {
@@ -291,7 +288,6 @@ void out_save_begin(out_save_guard *g) {
     sigemptyset(&stop_set);
     sigaddset(&stop_set, SIGINT);
     sigaddset(&stop_set, SIGTERM);
-    sigaddset(&stop_set, SIGUSR1);
     sigprocmask(SIG_BLOCK, &stop_set, &g->old); /* this thread's system calls run on */
 }
 

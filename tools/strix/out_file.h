@@ -61,8 +61,7 @@ int out_lock_take(out_lock *l, const char *out);
 /* Releases a held lock and removes its file; nothing when l->fd < 0. */
 void out_lock_release(out_lock *l);
 
-/* The stop flag: the number of the stop signal received (SIGINT, SIGTERM, SIGUSR1: the --procs
- * launcher's Ctrl-C), 0 while none came. */
+/* The stop flag: the number of the stop signal received (SIGINT, SIGTERM), 0 while none came. */
 extern volatile sig_atomic_t out_stop_signal;
 
 /* Installs the stop handlers: the first SIGINT/SIGTERM sets out_stop_signal, the run finishes its

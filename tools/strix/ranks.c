@@ -62,6 +62,21 @@ int ranks_agree(ranks *k, int rc) {
     return (int)worst;
 }
 
+int ranks_same(ranks *k, uint64_t value, const char *what) {
+    if (k->size == 1) return 0;
+    int64_t v[2] = {(int64_t)value, (int64_t)~value}, differ;
+    if (strix_dist_max(k->dist, &v[0]) != STRIX_OK || strix_dist_max(k->dist, &v[1]) != STRIX_OK)
+        return ranks_fail_alone(k, 1);
+    differ = v[0] != (int64_t)value || v[1] != (int64_t)~value;
+    if (strix_dist_max(k->dist, &differ) != STRIX_OK) return ranks_fail_alone(k, 1);
+    if (!differ) return 0;
+    if (k->rank == 0)
+        fprintf(stderr, "strix train: the %d processes were started with different %s; every "
+                        "process needs the same command line and the same files\n", k->size,
+                what);
+    return 2;
+}
+
 int ranks_fail_alone(ranks *k, int code) {
     if (k->rank > 0) show_lines(k);
     fflush(stdout);

@@ -7,6 +7,7 @@
 #ifndef STRIX_TOOL_RANKS_H
 #define STRIX_TOOL_RANKS_H
 
+#include <stdint.h>
 #include <stdio.h>
 
 #include "strix/dist.h"
@@ -24,6 +25,10 @@ int ranks_open(ranks *k);
 /* Every rank's setup result `rc` (0 fine, -1 nothing to do, > 0 an exit code) made one: the
  * largest exit code of any rank (a rank that alone failed shows its lines), else rc. */
 int ranks_agree(ranks *k, int rc);
+
+/* 0 when every rank passed the same `value`; otherwise 2, after one line from rank 0 saying the
+ * processes were started with different `what`. */
+int ranks_same(ranks *k, uint64_t value, const char *what);
 
 /* For an error only this rank met (the others may wait for it in an exchange): shows its lines
  * (ranks > 0) and ends the whole job with `code` when there are other ranks; returns `code`. */

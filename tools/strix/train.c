@@ -683,6 +683,8 @@ static strix_train_action on_event(void *user, const strix_train_event *ev) {
     case STRIX_TRAIN_EV_STEP:
         break;
     }
+    const char *stop_file = getenv("STRIX_STOP_FILE"); /* --procs: the launcher's Ctrl-C */
+    if (stop_file && !out_stop_signal && access(stop_file, F_OK) == 0) out_stop_signal = SIGINT;
     bool last = ev->step == r->info.train.steps;
     progress(r, ev->step, c->first, ev->loss, c->t0, last);
     if (last || ev->step % r->log_every == 0) {
@@ -839,7 +841,10 @@ static int setup_backend(run *r, const train_flags *f, const char *name) {
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     int local = strix_dist_local_size(); /* processes of this job on this machine share its cores */
     if (threads == 0 && local > 1) threads = cores > local ? (int)(cores / local) : 1;
-    tool_warn_threads(threads);
+    if (!tool_warn_threads(threads) && local > 1 && (long)threads * local > cores)
+        fprintf(stderr, "strix: warning: %d processes x %d threads exceed the %ld online cores; "
+                        "oversubscribed threads make every step much slower\n", local, threads,
+                cores);
     strix_set_num_threads(threads);
     /* the processes of one machine take one GPU each: "cuda" is cuda:<local rank> there (the
      * checkpoint keeps the name given) */
@@ -1047,11 +1052,16 @@ static int start_new_from(run *r, train_flags *f, arg_spec *specs, int n,
     t->batch = f->batch;
     t->grad_accum = f->grad_accum;
     t->grad_shards = f->grad_shards > 0 ? f->grad_shards : r->ranks.size;
-    if (t->grad_shards % r->ranks.size != 0 || t->batch % t->grad_shards != 0) {
+    if (t->grad_shards % r->ranks.size != 0) {
+        fprintf(stderr, "strix train: --grad-shards %d is not a multiple of the %d processes "
+                        "(each computes the same number of shards)\n", t->grad_shards,
+                r->ranks.size);
+        return 2;
+    }
+    if (t->batch % t->grad_shards != 0) {
         fprintf(stderr, "strix train: --batch %d is the global batch of the %d process%s: it "
-                        "must be divisible by --grad-shards %d, a multiple of the process "
-                        "count\n", t->batch, r->ranks.size, r->ranks.size == 1 ? "" : "es",
-                t->grad_shards);
+                        "must be divisible by --grad-shards %d\n", t->batch, r->ranks.size,
+                r->ranks.size == 1 ? "" : "es", t->grad_shards);
         return 2;
     }
     t->seed = f->seed;
@@ -1246,6 +1256,13 @@ static int start_resumed(run *r, train_flags *f, arg_spec *specs, int n) {
     r->good_path = f->resume;
     r->good_step = r->info.state.step;
     int rc = check_resume_flags(&r->info, specs, n);
+    int S = r->info.train.grad_shards > 1 ? r->info.train.grad_shards : 1;
+    if (rc == 0 && S % r->ranks.size != 0) {
+        fprintf(stderr, "strix train: %s was trained with %d gradient shard%s; it resumes on a "
+                        "process count dividing %d, not on %d\n", f->resume, S,
+                S == 1 ? "" : "s", S, r->ranks.size);
+        rc = 2;
+    }
     /* The whole checkpoint is checked (every tensor present with its shape) even when the run is
      * finished: a damaged file is reported, never called finished. */
     if (rc == 0)
@@ -1276,13 +1293,6 @@ static int start_resumed(run *r, train_flags *f, arg_spec *specs, int n) {
     }
     if (strlen(data) >= sizeof r->data_path) {
         fprintf(stderr, "strix train: --data path is too long\n");
-        return 2;
-    }
-    int S = t->grad_shards > 1 ? t->grad_shards : 1;
-    if (S % r->ranks.size != 0) {
-        fprintf(stderr, "strix train: %s was trained with %d gradient shard%s; it resumes on a "
-                        "process count dividing %d, not on %d\n", f->resume, S,
-                S == 1 ? "" : "s", S, r->ranks.size);
         return 2;
     }
     if (r->root) {
@@ -1317,6 +1327,30 @@ static int argc_without(int argc, char **argv, const char *name) {
     }
     argv[k] = NULL;
     return k;
+}
+
+/* FNV-1a of everything that decides a run's numbers: the model's config, the vocabulary, the
+ * training configuration and the step it starts from (the ranks of a run must agree on it). */
+static uint64_t run_fingerprint(const run *r) {
+    const strix_checkpoint_info *i = &r->info;
+    const strix_train_config *t = &i->train;
+    char *model = NULL;
+    if (strix_lm_config_to_json(&i->model, &model) != STRIX_OK) model = NULL;
+    char buf[1024];
+    snprintf(buf, sizeof buf, "%" PRId64 " %a %a %" PRId64 " %a %a %a %a %a %d %d %d %" PRIu64
+             " %" PRId64 " %d %a %d %" PRId64 " %" PRId64 " %" PRIu64 " %" PRIu64, t->steps,
+             (double)t->lr, (double)t->min_lr, t->warmup, (double)t->weight_decay,
+             (double)t->clip, (double)t->adam_beta1, (double)t->adam_beta2, (double)t->adam_eps,
+             t->batch, t->grad_accum, t->grad_shards, t->seed, t->eval_every, t->eval_batches,
+             t->val_fraction, t->sequential, t->stride, i->state.step, i->state.data_size,
+             i->state.data_hash);
+    uint64_t h = 1469598103934665603ull;
+    const char *parts[3] = {buf, model ? model : "", (const char *)i->vocab.bytes};
+    size_t lens[3] = {strlen(buf), model ? strlen(model) : 0, (size_t)i->vocab.size};
+    for (int p = 0; p < 3; p++)
+        for (size_t k = 0; k < lens[p]; k++) h = (h ^ (unsigned char)parts[p][k]) * 1099511628211ull;
+    free(model);
+    return h;
 }
 
 /* cmd_train once the communicator is open: parse, set up, agree across the ranks, train. */
@@ -1360,6 +1394,7 @@ static int train_main(run *r, train_flags *f, arg_spec *specs, int n, int argc, 
     rc = f->resume ? start_resumed(r, f, specs, n) : start_new(r, f, specs, n);
     if (rc == 0) rc = open_outputs(r);
     rc = ranks_agree(&r->ranks, rc); /* one rank's failed setup stops every rank */
+    if (rc == 0) rc = ranks_same(&r->ranks, run_fingerprint(r), "settings (flags or checkpoints)");
     if (rc == 0) {
         if (r->root) print_setup(r, f->resume != NULL);
         rc = train_loop(r);
