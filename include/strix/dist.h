@@ -13,8 +13,9 @@
  * receives) (S/N + 1)·(N-1)/N of the gradient's bytes: with S = N, 2·(N-1)/N, a ring
  * all-reduce's traffic.
  *
- * Memory: buffers here are host memory (a GPU backend stages its gradient through the host).
- * Not here: which slice of a batch a shard is (the trainer and the model adapter), NCCL.
+ * Memory: strix_dist_sum_shards works on host memory; strix_dist_sum_shards_on on a backend's
+ * own (host memory for the CPU backends; a GPU's with its plugin's NCCL). Not here: which slice
+ * of a batch a shard is (the trainer and the model adapter).
  */
 #ifndef STRIX_DIST_H
 #define STRIX_DIST_H
@@ -22,7 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "strix/core.h"
+#include "strix/backend.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -95,6 +96,25 @@ STRIX_API void strix_dist_tree(float *x, int count, size_t n);
  * STRIX_ERR_IO when the transport fails (a rank died). */
 STRIX_API strix_status strix_dist_sum_shards(strix_dist *d, float *shards, int local, size_t n,
                                              float *out);
+
+/* Whether the gradient sum can run in `be`'s own memory (strix_dist_sum_shards_on): yes for a
+ * backend in host memory (cpu, cpu-blas: MPI works on its buffers) and for a world of one; for a
+ * GPU backend of several ranks when its plugin has collectives (the CUDA plugin's NCCL) on every
+ * rank, which this call then opens. Collective on its first call with a backend (every rank calls
+ * it with its own); later calls with the same backend answer at once. false: the gradients pass
+ * through host memory (strix_dist_sum_shards). be NULL releases what the device path holds (call
+ * it before freeing the backend). */
+STRIX_API bool strix_dist_use_device(strix_dist *d, strix_backend *be);
+
+/* strix_dist_sum_shards in the memory of `be`, which strix_dist_use_device chose: shards
+ * (local × n, used as scratch) and out are be's buffers; the tree's additions are strix_add on
+ * be, so the bits are the host tree's. Errors as strix_dist_sum_shards, and the backend's. */
+STRIX_API strix_status strix_dist_sum_shards_on(strix_dist *d, strix_backend *be, float *shards,
+                                                int local, size_t n, float *out);
+
+/* Scratch in `be`'s memory, owned by the communicator (after strix_dist_use_device chose be; kept
+ * between calls, grows without keeping contents). NULL on failure (the error set). */
+STRIX_API void *strix_dist_scratch_on(strix_dist *d, strix_backend *be, size_t bytes);
 
 /* Host scratch owned by the communicator, at least `bytes` (kept between calls; grows, contents
  * not kept when it grows). NULL on failure (STRIX_ERR_ALLOC set). */

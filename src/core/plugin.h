@@ -23,7 +23,7 @@ extern "C" {
 #endif
 
 /* Bump on any change to the structs below, struct strix_backend or strix_backend_options. */
-#define STRIX_PLUGIN_ABI 1
+#define STRIX_PLUGIN_ABI 2
 
 /* The name of the entry symbol every plugin exports (and the only one). */
 #define STRIX_PLUGIN_ENTRY "strix_plugin_entry"
@@ -41,6 +41,31 @@ typedef struct strix_plugin_host {
     size_t (*conv_out_w)(const strix_conv_geom *g, size_t w);
 } strix_plugin_host;
 
+/* Rank q's chunk of n floats in an exchange among `size` ranks: [lo(q), lo(q + 1)), the one rule
+ * of src/dist and of every plugin's collectives. */
+static inline size_t strix_dist_chunk_lo(size_t n, int q, int size) {
+    return n * (size_t)q / (size_t)size;
+}
+
+/* A plugin's collectives on its device memory (the CUDA plugin's: NCCL), for src/dist. Every
+ * call is collective: each rank of the communicator makes it, in the same order. */
+typedef struct strix_plugin_collectives {
+    const char *name;      /* "nccl" */
+    uint32_t id_bytes;     /* size of the id rank 0 makes and every rank opens with */
+    strix_status (*make_id)(void *id);
+    /* Opens rank `rank` of `size` on be's device, from rank 0's id. */
+    strix_status (*open)(strix_backend *be, const void *id, int rank, int size, void **comm);
+    /* To every rank q: its chunk of each of this rank's `local` shards (rows of n floats at
+     * shards); from every rank q: this rank's chunk of q's shards, at recv in global shard order
+     * (row q·local + l of this rank's chunk length). Finished on return. */
+    strix_status (*alltoall_chunks)(void *comm, strix_backend *be, const float *shards,
+                                    int local, size_t n, float *recv);
+    /* out[lo(q) .. lo(q + 1)) = rank q's chunk (this rank's at `chunk`), on every rank. */
+    strix_status (*allgather_chunks)(void *comm, strix_backend *be, const float *chunk,
+                                     size_t n, float *out);
+    void (*close)(void *comm);
+} strix_plugin_collectives;
+
 /* What a plugin offers: its backend constructor and memory statistics (backend_impl.h). */
 typedef struct strix_plugin {
     uint32_t abi;          /* STRIX_PLUGIN_ABI the plugin was built with */
@@ -51,7 +76,12 @@ typedef struct strix_plugin {
     strix_status (*create)(int device, bool hip, const strix_backend_options *opt,
                            strix_backend **out);
     void (*memory_stats)(const strix_backend *be, strix_gpu_memstats *out);
+    const strix_plugin_collectives *collectives; /* NULL: none (the host carries the exchange) */
 } strix_plugin;
+
+/* The collectives of the plugin that made `be` (registry.c); NULL for a CPU backend or a plugin
+ * without any. */
+const strix_plugin_collectives *strix_backend_collectives(const strix_backend *be);
 
 /* The entry's type: NULL when the host table is unusable (other ABI, too small). */
 typedef const strix_plugin *(*strix_plugin_entry_fn)(const strix_plugin_host *host);

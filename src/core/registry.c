@@ -223,6 +223,15 @@ strix_status strix_backend_init(const char *name, strix_backend **out) {
     return strix_backend_init_ex(name, NULL, out);
 }
 
+const strix_plugin_collectives *strix_backend_collectives(const strix_backend *be) {
+    int hip = be->device == STRIX_DEVICE_HIP ? 1 : be->device == STRIX_DEVICE_CUDA ? 0 : -1;
+    if (hip < 0) return NULL;
+    pthread_mutex_lock(&plugin_lock);
+    const strix_plugin *p = plugins[hip];
+    pthread_mutex_unlock(&plugin_lock);
+    return p ? p->collectives : NULL;
+}
+
 bool strix_gpu_memory_stats(const strix_backend *be, strix_gpu_memstats *out) {
     memset(out, 0, sizeof *out);
     int hip = be->device == STRIX_DEVICE_HIP ? 1 : be->device == STRIX_DEVICE_CUDA ? 0 : -1;

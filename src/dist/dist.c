@@ -6,7 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/backend_impl.h"
 #include "dist/dist_internal.h"
+#include "strix/backend.h"
 
 /* The first of `names` set in the environment to an integer >= low; `low - 1` when none is. */
 static int env_count(const char *const *names, int count, int low) {
@@ -68,6 +70,7 @@ strix_status strix_dist_open(strix_dist **out) {
 
 void strix_dist_close(strix_dist *d) {
     if (!d) return;
+    strix_dist_use_device(d, NULL); /* releases the device path */
     if (d->mpi) dist_mpi_close(d);
     free(d->scratch);
     free(d->recv);
@@ -120,13 +123,128 @@ void strix_dist_tree(float *x, int count, size_t n) {
     tree_range(x, 0, count, n);
 }
 
+/* *buf holds at least `bytes` of host memory (grown, contents not kept). */
+static strix_status host_grow(float **buf, size_t *have, size_t bytes) {
+    if (bytes <= *have) return STRIX_OK;
+    free(*buf);
+    *buf = malloc(bytes ? bytes : 1);
+    *have = *buf ? bytes : 0;
+    return *buf ? STRIX_OK : strix_error(STRIX_ERR_ALLOC, "dist: out of memory for %zu bytes",
+                                         bytes);
+}
+
 strix_status strix_dist_sum_shards(strix_dist *d, float *shards, int local, size_t n,
                                    float *out) {
     if (local < 1) return strix_error(STRIX_ERR_ARG, "dist sum: %d local shards", local);
-    if (d && d->comm && d->size > 1) return dist_mpi_sum_shards(d, shards, local, n, out);
-    strix_dist_tree(shards, local, n);
-    memcpy(out, shards, n * sizeof *out);
-    return STRIX_OK;
+    if (!d || !d->comm || d->size == 1) {
+        strix_dist_tree(shards, local, n);
+        memcpy(out, shards, n * sizeof *out);
+        return STRIX_OK;
+    }
+    int N = d->size, S = N * local;
+    size_t mine = strix_dist_chunk_lo(n, d->rank + 1, N) - strix_dist_chunk_lo(n, d->rank, N);
+    STRIX_TRY(host_grow(&d->recv, &d->recv_bytes, (size_t)S * mine * sizeof(float)));
+    STRIX_TRY(dist_mpi_alltoall_chunks(d, shards, local, n, d->recv));
+    strix_dist_tree(d->recv, S, mine); // my chunk of every shard, in shard order
+    return dist_mpi_allgather_chunks(d, d->recv, n, out);
+}
+
+// ---- the sum in a backend's own memory -----------------------------------------------------------
+
+/* Frees what the device path holds in dev_be's memory and closes the collectives. */
+static void release_device(strix_dist *d) {
+    if (d->coll && d->coll_comm) d->coll->close(d->coll_comm);
+    if (d->dev_be) {
+        strix_free(d->dev_be, d->dev_recv);
+        strix_free(d->dev_be, d->dev_scratch);
+    }
+    d->coll = NULL;
+    d->coll_comm = NULL;
+    d->dev_recv = d->dev_scratch = NULL;
+    d->dev_recv_bytes = d->dev_scratch_bytes = 0;
+    d->dev_be = NULL;
+    d->dev_ok = false;
+}
+
+/* Opens the plugin collectives `c` on every rank (rank 0's id broadcast); false, everything
+ * closed again, when any rank cannot. */
+static bool open_collectives(strix_dist *d, strix_backend *be, const strix_plugin_collectives *c) {
+    unsigned char id[1024];
+    int64_t bad = c == NULL || c->id_bytes > sizeof id;
+    if (strix_dist_max(d, &bad) != STRIX_OK || bad) return false;
+    bad = d->rank == 0 && c->make_id(id) != STRIX_OK;
+    if (strix_dist_max(d, &bad) != STRIX_OK || bad) return false;
+    if (strix_dist_broadcast(d, id, c->id_bytes, 0) != STRIX_OK) return false;
+    void *comm = NULL;
+    bad = c->open(be, id, d->rank, d->size, &comm) != STRIX_OK;
+    if (strix_dist_max(d, &bad) != STRIX_OK || bad) {
+        if (comm) c->close(comm);
+        return false;
+    }
+    d->coll = c;
+    d->coll_comm = comm;
+    return true;
+}
+
+bool strix_dist_use_device(strix_dist *d, strix_backend *be) {
+    STRIX_ASSERT(d, "dist use_device: no communicator");
+    if (be && d->dev_be == be) return d->dev_ok;
+    release_device(d);
+    if (!be) return false;
+    d->dev_be = be;
+    // host memory, or one rank: the backend's own adds, MPI (if any) on its buffers
+    d->dev_ok = be->device == STRIX_DEVICE_CPU || !d->comm || d->size == 1 ||
+                open_collectives(d, be, strix_backend_collectives(be));
+    return d->dev_ok;
+}
+
+/* x[lo] = sum(lo, hi) of strix_dist_tree's tree, added by `be` in its memory. */
+static strix_status tree_on(strix_backend *be, float *x, int lo, int hi, size_t n) {
+    if (hi - lo < 2) return STRIX_OK;
+    int mid = lo + (hi - lo) / 2;
+    STRIX_TRY(tree_on(be, x, lo, mid, n));
+    STRIX_TRY(tree_on(be, x, mid, hi, n));
+    float *a = x + (size_t)lo * n;
+    return strix_add(be, a, x + (size_t)mid * n, a, n);
+}
+
+strix_status strix_dist_sum_shards_on(strix_dist *d, strix_backend *be, float *shards, int local,
+                                      size_t n, float *out) {
+    STRIX_ASSERT(d && be && d->dev_be == be && d->dev_ok,
+                 "dist sum_shards_on: strix_dist_use_device did not choose this backend");
+    if (local < 1) return strix_error(STRIX_ERR_ARG, "dist sum: %d local shards", local);
+    size_t bytes = n * sizeof(float);
+    if (!d->comm || d->size == 1) {
+        STRIX_TRY(tree_on(be, shards, 0, local, n));
+        return strix_copy(be, out, shards, bytes, STRIX_COPY_D2D);
+    }
+    int N = d->size, S = N * local;
+    size_t mine = strix_dist_chunk_lo(n, d->rank + 1, N) - strix_dist_chunk_lo(n, d->rank, N);
+    size_t need = (size_t)S * mine * sizeof(float);
+    if (need > d->dev_recv_bytes) {
+        strix_free(be, d->dev_recv);
+        d->dev_recv = NULL;
+        d->dev_recv_bytes = 0;
+        STRIX_TRY(strix_alloc(be, need ? need : 1, (void **)&d->dev_recv));
+        d->dev_recv_bytes = need;
+    }
+    if (d->coll) STRIX_TRY(d->coll->alltoall_chunks(d->coll_comm, be, shards, local, n,
+                                                    d->dev_recv));
+    else STRIX_TRY(dist_mpi_alltoall_chunks(d, shards, local, n, d->dev_recv));
+    STRIX_TRY(tree_on(be, d->dev_recv, 0, S, mine)); // my chunk of every shard, in shard order
+    if (d->coll) return d->coll->allgather_chunks(d->coll_comm, be, d->dev_recv, n, out);
+    return dist_mpi_allgather_chunks(d, d->dev_recv, n, out);
+}
+
+void *strix_dist_scratch_on(strix_dist *d, strix_backend *be, size_t bytes) {
+    STRIX_ASSERT(d && be && d->dev_be == be, "dist scratch_on: strix_dist_use_device first");
+    if (bytes <= d->dev_scratch_bytes) return d->dev_scratch;
+    strix_free(be, d->dev_scratch);
+    d->dev_scratch = NULL;
+    d->dev_scratch_bytes = 0;
+    if (strix_alloc(be, bytes ? bytes : 1, (void **)&d->dev_scratch) != STRIX_OK) return NULL;
+    d->dev_scratch_bytes = bytes;
+    return d->dev_scratch;
 }
 
 void *strix_dist_scratch(strix_dist *d, size_t bytes) {

@@ -1,13 +1,14 @@
 /*
  * mpi.c - the communicator's MPI transport (built when CMake finds MPI: STRIX_HAVE_MPI): start and
- * stop, barrier, broadcast, max, all-gather, and the gradient sum as an all-to-all of shard chunks
- * (nonblocking sends and receives, one strided type per peer, so nothing is packed), the tree on
- * this rank's chunk, and an all-gather of the chunks. Errors return (MPI_ERRORS_RETURN) as STRIX_ERR_IO with
+ * stop, barrier, broadcast, max, all-gather, and the two exchanges of the gradient sum on host
+ * memory: the all-to-all of shard chunks (nonblocking sends and receives, one strided type per
+ * peer, so nothing is packed) and the all-gather of the summed chunks (dist.c adds between). Errors return (MPI_ERRORS_RETURN) as STRIX_ERR_IO with
  * MPI's message and this rank.
  */
 #include <limits.h>
 #include <stdlib.h>
 
+#include "core/plugin.h"
 #include "dist/dist_internal.h"
 
 #ifdef STRIX_HAVE_MPI
@@ -90,57 +91,56 @@ strix_status dist_mpi_allgather_floats(strix_dist *d, const float *mine, size_t 
     return STRIX_OK;
 }
 
-/* Rank q's chunk of n floats: [lo(q), lo(q + 1)). */
-static size_t chunk_lo(size_t n, int q, int size) { return n * (size_t)q / (size_t)size; }
-
-strix_status dist_mpi_sum_shards(strix_dist *d, float *shards, int local, size_t n, float *out) {
-    int N = d->size, S = N * local;
-    size_t mine = chunk_lo(n, d->rank + 1, N) - chunk_lo(n, d->rank, N);
+strix_status dist_mpi_alltoall_chunks(strix_dist *d, const float *shards, int local, size_t n,
+                                      float *recv) {
+    int N = d->size;
+    size_t mine = strix_dist_chunk_lo(n, d->rank + 1, N) - strix_dist_chunk_lo(n, d->rank, N);
     if (n > INT_MAX || (size_t)local * (n / (size_t)N + 1) > INT_MAX)
         return strix_error(STRIX_ERR_ARG, "dist sum: %d shards of %zu floats exceed one MPI "
-                           "exchange", S, n);
-    size_t need = (size_t)S * mine * sizeof(float);
-    if (need > d->recv_bytes) {
-        free(d->recv);
-        d->recv = malloc(need ? need : 1);
-        d->recv_bytes = d->recv ? need : 0;
-        if (!d->recv) return strix_error(STRIX_ERR_ALLOC, "dist sum: out of memory");
-    }
-    int *gcount = malloc(2 * (size_t)N * sizeof *gcount), *gdispl = gcount + N;
+                           "exchange", N * local, n);
     MPI_Datatype *chunk = malloc((size_t)N * sizeof *chunk);
     MPI_Request *req = malloc(2 * (size_t)N * sizeof *req);
-    if (!gcount || !chunk || !req) {
-        free(gcount);
+    if (!chunk || !req) {
         free(chunk);
         free(req);
         return strix_error(STRIX_ERR_ALLOC, "dist sum: out of memory");
     }
-    // the all-to-all: to rank q its chunk of each of my shards (one strided type: `local` blocks,
-    // stride n, nothing packed); from rank q my chunk of its shards, stored in shard order
+    // to rank q its chunk of each of my shards (one strided type: `local` blocks, stride n,
+    // nothing packed); from rank q my chunk of its shards, stored in shard order
     int made = 0, rc = MPI_SUCCESS;
     for (int q = 0; q < N && rc == MPI_SUCCESS; q++) {
-        size_t lo = chunk_lo(n, q, N), len = chunk_lo(n, q + 1, N) - lo;
-        gcount[q] = (int)len;
-        gdispl[q] = (int)lo;
+        size_t lo = strix_dist_chunk_lo(n, q, N), len = strix_dist_chunk_lo(n, q + 1, N) - lo;
         rc = MPI_Type_vector(local, (int)len, (int)n, MPI_FLOAT, &chunk[q]);
         if (rc == MPI_SUCCESS && (rc = MPI_Type_commit(&chunk[q])) == MPI_SUCCESS) made = q + 1;
     }
     for (int q = 0; q < N && rc == MPI_SUCCESS; q++)
-        rc = MPI_Irecv(d->recv + (size_t)q * (size_t)local * mine, local * (int)mine, MPI_FLOAT,
-                       q, 0, COMM(d), &req[q]);
+        rc = MPI_Irecv(recv + (size_t)q * (size_t)local * mine, local * (int)mine, MPI_FLOAT, q,
+                       0, COMM(d), &req[q]);
     for (int q = 0; q < N && rc == MPI_SUCCESS; q++)
-        rc = MPI_Isend(shards + chunk_lo(n, q, N), 1, chunk[q], q, 0, COMM(d), &req[N + q]);
+        rc = MPI_Isend(shards + strix_dist_chunk_lo(n, q, N), 1, chunk[q], q, 0, COMM(d),
+                       &req[N + q]);
     if (rc == MPI_SUCCESS) rc = MPI_Waitall(2 * N, req, MPI_STATUSES_IGNORE);
-    if (rc == MPI_SUCCESS) { // my chunk of every shard, added by the tree; then every chunk to all
-        strix_dist_tree(d->recv, S, mine);
-        rc = MPI_Allgatherv(d->recv, (int)mine, MPI_FLOAT, out, gcount, gdispl, MPI_FLOAT,
-                            COMM(d));
-    }
     for (int q = 0; q < made; q++) MPI_Type_free(&chunk[q]);
-    free(gcount);
     free(chunk);
     free(req);
     return rc == MPI_SUCCESS ? STRIX_OK : mpi_fail(d, "the gradient exchange", rc);
+}
+
+strix_status dist_mpi_allgather_chunks(strix_dist *d, const float *chunk, size_t n,
+                                       float *out) {
+    int N = d->size;
+    if (n > INT_MAX) return strix_error(STRIX_ERR_ARG, "dist sum: %zu floats", n);
+    int *count = malloc(2 * (size_t)N * sizeof *count);
+    if (!count) return strix_error(STRIX_ERR_ALLOC, "dist sum: out of memory");
+    int *displ = count + N;
+    for (int q = 0; q < N; q++) {
+        displ[q] = (int)strix_dist_chunk_lo(n, q, N);
+        count[q] = (int)strix_dist_chunk_lo(n, q + 1, N) - displ[q];
+    }
+    int rc = MPI_Allgatherv(chunk, count[d->rank], MPI_FLOAT, out, count, displ, MPI_FLOAT,
+                            COMM(d));
+    free(count);
+    return rc == MPI_SUCCESS ? STRIX_OK : mpi_fail(d, "the gradient all-gather", rc);
 }
 
 #else // no MPI in this build: strix_dist_open never calls these
@@ -163,8 +163,14 @@ strix_status dist_mpi_allgather_floats(strix_dist *d, const float *mine, size_t 
     (void)d, (void)mine, (void)n, (void)all;
     return no_mpi();
 }
-strix_status dist_mpi_sum_shards(strix_dist *d, float *shards, int local, size_t n, float *out) {
-    (void)d, (void)shards, (void)local, (void)n, (void)out;
+strix_status dist_mpi_alltoall_chunks(strix_dist *d, const float *shards, int local, size_t n,
+                                      float *recv) {
+    (void)d, (void)shards, (void)local, (void)n, (void)recv;
+    return no_mpi();
+}
+strix_status dist_mpi_allgather_chunks(strix_dist *d, const float *chunk, size_t n,
+                                       float *out) {
+    (void)d, (void)chunk, (void)n, (void)out;
     return no_mpi();
 }
 #endif

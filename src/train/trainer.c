@@ -7,6 +7,7 @@
  */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "strix/train.h"
 
@@ -36,42 +37,55 @@ static strix_status plain_grads(strix_train_model *model, int64_t step, int k, f
 }
 
 /* The sharded step's gradient (strix/train.h): this rank's S/N shards of every micro-batch, each
- * from zeroed grads into its host row, micro-batches added in order; then the communicator's tree
- * sum of all S rows into the grads, and the tree sum of the S shard losses. */
+ * from zeroed grads into its row, micro-batches added in order; then the communicator's tree sum
+ * of all S rows into the grads, and the tree sum of the S shard losses. The rows live in the
+ * backend's memory when the communicator can add there (strix_dist_use_device), else in host
+ * memory (a GPU without NCCL): the same additions either way. */
 static strix_status sharded_grads(strix_train_model *model, strix_dist *d, int64_t step, int k,
                                   int S, float *loss) {
     strix_params *ps = model->params;
+    strix_backend *be = ps->be;
     size_t P = ps->total, bytes = P * sizeof(float);
     int N = strix_dist_size(d), L = S / N, first = strix_dist_rank(d) * L;
-    float *rows = strix_dist_scratch(d, ((size_t)L + 2) * bytes + 2 * (size_t)S * sizeof(float));
-    if (!rows) return STRIX_ERR_ALLOC;
-    float *part = rows + (size_t)L * P, *sum = part + P, *losses = sum + P, *all = losses + S;
+    bool on = strix_dist_use_device(d, be);
+    float *rows = on ? strix_dist_scratch_on(d, be, (size_t)L * bytes)
+                     : strix_dist_scratch(d, ((size_t)L + 2) * bytes);
+    float *losses = malloc(((size_t)L + (size_t)S) * sizeof *losses);
+    if (!rows || !losses) {
+        free(losses);
+        return strix_error(STRIX_ERR_ALLOC, "train: out of memory for %d gradient shards", L);
+    }
+    float *part = on ? NULL : rows + (size_t)L * P, *sum = on ? NULL : part + P, *all = losses + L;
     strix_train_slice sl = {.step = step, .shards = S,
                             .grad_scale = strix_grad_accum_scale(1, (size_t)k * (size_t)S)};
-    for (sl.micro = 0; sl.micro < k; sl.micro++) {
-        for (int l = 0; l < L; l++) {
+    strix_status s = STRIX_OK;
+    for (sl.micro = 0; sl.micro < k && s == STRIX_OK; sl.micro++) {
+        for (int l = 0; l < L && s == STRIX_OK; l++) {
             float *row = rows + (size_t)l * P, lo = NAN;
             sl.shard = first + l;
-            STRIX_TRY(strix_params_zero_grad(ps));
-            STRIX_TRY(model->loss_step(model->ctx, &sl, &lo));
-            if (sl.micro == 0) {
-                STRIX_TRY(strix_copy(ps->be, row, ps->grad, bytes, STRIX_COPY_D2H));
-                losses[l] = lo;
-                continue;
-            }
-            STRIX_TRY(strix_copy(ps->be, part, ps->grad, bytes, STRIX_COPY_D2H));
-            for (size_t i = 0; i < P; i++) row[i] += part[i];
-            losses[l] += lo;
+            s = strix_params_zero_grad(ps);
+            if (s == STRIX_OK) s = model->loss_step(model->ctx, &sl, &lo);
+            if (s != STRIX_OK) break;
+            losses[l] = sl.micro == 0 ? lo : losses[l] + lo;
+            if (on && sl.micro == 0) s = strix_copy(be, row, ps->grad, bytes, STRIX_COPY_D2D);
+            else if (on) s = strix_add(be, row, ps->grad, row, P);
+            else if (sl.micro == 0) s = strix_copy(be, row, ps->grad, bytes, STRIX_COPY_D2H);
+            else if ((s = strix_copy(be, part, ps->grad, bytes, STRIX_COPY_D2H)) == STRIX_OK)
+                for (size_t i = 0; i < P; i++) row[i] += part[i];
         }
     }
     if (k > 1)
         for (int l = 0; l < L; l++) losses[l] /= (float)k;
-    STRIX_TRY(strix_dist_sum_shards(d, rows, L, P, sum));
-    STRIX_TRY(strix_copy(ps->be, ps->grad, sum, bytes, STRIX_COPY_H2D));
-    STRIX_TRY(strix_dist_allgather_floats(d, losses, (size_t)L, all));
-    strix_dist_tree(all, S, 1);
-    *loss = all[0] / (float)S;
-    return STRIX_OK;
+    if (s == STRIX_OK && on) s = strix_dist_sum_shards_on(d, be, rows, L, P, ps->grad);
+    if (s == STRIX_OK && !on && (s = strix_dist_sum_shards(d, rows, L, P, sum)) == STRIX_OK)
+        s = strix_copy(be, ps->grad, sum, bytes, STRIX_COPY_H2D);
+    if (s == STRIX_OK) s = strix_dist_allgather_floats(d, losses, (size_t)L, all);
+    if (s == STRIX_OK) {
+        strix_dist_tree(all, S, 1);
+        *loss = all[0] / (float)S;
+    }
+    free(losses);
+    return s;
 }
 
 /* STRIX_ERR_ARG unless S gradient shards fit the batch and the world of N ranks. */
@@ -293,6 +307,7 @@ strix_status strix_train_run(const strix_train_config *cfg, strix_train_model *m
     } else {
         res.shared_error |= s == STRIX_ERR_ARG; // the shards: every rank checks the same config
     }
+    if (h.dist) strix_dist_use_device(h.dist, NULL); // before the caller frees the backend
     strix_dist_close(solo);
     if (result) *result = res;
     return s;

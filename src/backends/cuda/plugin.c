@@ -12,6 +12,13 @@
 
 #include "core/plugin.h"
 
+#if defined(STRIX_HAVE_NCCL) && !defined(STRIX_PLUGIN_HIP)
+extern const strix_plugin_collectives strix_cuda_nccl; /* nccl.cu */
+#define PLUGIN_COLLECTIVES (&strix_cuda_nccl)
+#else
+#define PLUGIN_COLLECTIVES NULL
+#endif
+
 #ifdef STRIX_PLUGIN_HIP
 #define PLUGIN_KIND "hip"
 #define PLUGIN_CREATE strix_hip_backend_create
@@ -74,6 +81,7 @@ static const strix_plugin plugin = {
     .kind = PLUGIN_KIND,
     .create = PLUGIN_CREATE,
     .memory_stats = PLUGIN_STATS,
+    .collectives = PLUGIN_COLLECTIVES,
 };
 
 /* The plugin's one exported symbol (STRIX_PLUGIN_ENTRY): keeps `h` and returns the table, or

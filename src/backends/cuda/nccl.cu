@@ -1,0 +1,111 @@
+/*
+ * nccl.cu - the CUDA plugin's collectives (core/plugin.h) on NCCL, for data-parallel training
+ * whose gradients stay on the GPUs: the all-to-all of shard chunks and the all-gather of the
+ * summed chunks as grouped point-to-point sends and receives on the backend's stream (chunks of
+ * unequal length, which ncclAllGather cannot carry), finished before return. The fixed tree that
+ * adds the shards is src/dist's, the same for every transport. Built only into the CUDA plugin
+ * when CMake finds NCCL (STRIX_HAVE_NCCL); the HIP plugin has no collectives.
+ */
+#if defined(STRIX_HAVE_NCCL) && !defined(STRIX_HIP_BUILD)
+#include <nccl.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/cuda/cuda_internal.h"
+#include "core/plugin.h"
+
+typedef struct nccl_comm {
+    ncclComm_t comm;
+    int rank, size;
+} nccl_comm;
+
+static strix_status nccl_check(ncclResult_t r, const char *call) {
+    if (r == ncclSuccess) return STRIX_OK;
+    return strix_error(STRIX_ERR_DEVICE, "%s failed: %s", call, ncclGetErrorString(r));
+}
+#define NCCL_TRY(call)                                                                         \
+    do {                                                                                       \
+        strix_status nccl_try_s_ = nccl_check((call), #call);                                 \
+        if (nccl_try_s_ != STRIX_OK) return nccl_try_s_;                                       \
+    } while (0)
+
+static strix_status nccl_make_id(void *id) {
+    NCCL_TRY(ncclGetUniqueId((ncclUniqueId *)id));
+    return STRIX_OK;
+}
+
+static strix_status nccl_open(strix_backend *be, const void *id, int rank, int size,
+                              void **out) {
+    *out = NULL;
+    (void)cuda_stream(be); // makes the backend's device current for the communicator
+    nccl_comm *c = (nccl_comm *)calloc(1, sizeof *c);
+    if (!c) return strix_error(STRIX_ERR_ALLOC, "nccl: out of memory");
+    ncclUniqueId uid;
+    memcpy(&uid, id, sizeof uid);
+    strix_status s = nccl_check(ncclCommInitRank(&c->comm, size, uid, rank), "ncclCommInitRank");
+    if (s != STRIX_OK) {
+        free(c);
+        return s;
+    }
+    c->rank = rank;
+    c->size = size;
+    *out = c;
+    return STRIX_OK;
+}
+
+static strix_status nccl_alltoall_chunks(void *comm, strix_backend *be, const float *shards,
+                                         int local, size_t n, float *recv) {
+    nccl_comm *c = (nccl_comm *)comm;
+    cudaStream_t st = cuda_stream(be);
+    size_t mine = strix_dist_chunk_lo(n, c->rank + 1, c->size) -
+                  strix_dist_chunk_lo(n, c->rank, c->size);
+    NCCL_TRY(ncclGroupStart());
+    for (int q = 0; q < c->size; q++) {
+        size_t lo = strix_dist_chunk_lo(n, q, c->size);
+        size_t len = strix_dist_chunk_lo(n, q + 1, c->size) - lo;
+        for (int l = 0; l < local; l++) { // matched in order between each pair of ranks
+            NCCL_TRY(ncclSend(shards + (size_t)l * n + lo, len, ncclFloat, q, c->comm, st));
+            NCCL_TRY(ncclRecv(recv + ((size_t)q * (size_t)local + (size_t)l) * mine, mine,
+                              ncclFloat, q, c->comm, st));
+        }
+    }
+    NCCL_TRY(ncclGroupEnd());
+    CUDA_TRY(cudaStreamSynchronize(st));
+    return STRIX_OK;
+}
+
+static strix_status nccl_allgather_chunks(void *comm, strix_backend *be, const float *chunk,
+                                          size_t n, float *out) {
+    nccl_comm *c = (nccl_comm *)comm;
+    cudaStream_t st = cuda_stream(be);
+    size_t mine = strix_dist_chunk_lo(n, c->rank + 1, c->size) -
+                  strix_dist_chunk_lo(n, c->rank, c->size);
+    NCCL_TRY(ncclGroupStart());
+    for (int q = 0; q < c->size; q++) {
+        size_t lo = strix_dist_chunk_lo(n, q, c->size);
+        size_t len = strix_dist_chunk_lo(n, q + 1, c->size) - lo;
+        NCCL_TRY(ncclSend(chunk, mine, ncclFloat, q, c->comm, st));
+        NCCL_TRY(ncclRecv(out + lo, len, ncclFloat, q, c->comm, st));
+    }
+    NCCL_TRY(ncclGroupEnd());
+    CUDA_TRY(cudaStreamSynchronize(st));
+    return STRIX_OK;
+}
+
+static void nccl_close(void *comm) {
+    nccl_comm *c = (nccl_comm *)comm;
+    if (!c) return;
+    ncclCommDestroy(c->comm);
+    free(c);
+}
+
+extern "C" const strix_plugin_collectives strix_cuda_nccl = {
+    "nccl",
+    (uint32_t)sizeof(ncclUniqueId),
+    nccl_make_id,
+    nccl_open,
+    nccl_alltoall_chunks,
+    nccl_allgather_chunks,
+    nccl_close,
+};
+#endif
