@@ -1,7 +1,8 @@
 /*
  * dist.c - the communicator of strix/dist.h: the launcher's environment, the world of one, the
- * fixed tree of the gradient sum, the scratch buffer; every call that leaves the process goes to
- * mpi.c.
+ * fixed tree of the gradient sum (on the host, or with strix_add in a backend's memory), the
+ * choice of where the sum runs, the scratch buffers. Every MPI call is mpi.c's; a GPU plugin's
+ * collectives (NCCL) are reached through core/plugin.h.
  */
 #include <stdlib.h>
 #include <string.h>
