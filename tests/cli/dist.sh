@@ -111,6 +111,22 @@ rc=$?
     && ok "a second Ctrl-C: exit 130, $(cat twice.err)" \
     || { fail "a second Ctrl-C: exit $rc"; cat twice.err >&2; }
 
+# a hang-up ends every process at once: no save at the step it was in
+"$STRIX" train "${RUN[@]}" --procs 2 --step-delay 5 --out hup.st >hup.out 2>hup.err &
+launcher=$!
+sleep 1.5
+kill -HUP $launcher
+wait $launcher
+rc=$?
+[ $rc -eq 130 ] && [ ! -e hup.st ] && grep -q "no checkpoint was saved" hup.err \
+    && ok "SIGHUP: exit 130, nothing saved: $(cat hup.err)" \
+    || { fail "SIGHUP: exit $rc"; cat hup.err >&2; }
+# stdout that cannot be written: exit 1, as every command
+"$STRIX" train "${RUN[@]}" --procs 2 --out full.st >/dev/full 2>full.err
+rc=$?
+[ $rc -eq 1 ] && grep -q "cannot write to standard output" full.err \
+    && ok "--procs >/dev/full: exit 1" || { fail "--procs >/dev/full: exit $rc"; cat full.err >&2; }
+
 # ---- a killed process ----
 "$STRIX" train "${LONG[@]}" --steps 100000 --eval-every 20 --step-delay 0.01 --procs 2 \
     --out k.st >k.out 2>k.err &
@@ -154,9 +170,16 @@ expect_error "no mpirun" "needs OpenMPI's mpirun on PATH" \
     /usr/bin/env PATH=/nonexistent "$STRIX" train "${RUN[@]}" --procs 2 --out bad.st
 expect_error "--procs under mpirun" "leave it out" \
     mpirun --quiet -np 2 --oversubscribe "$STRIX" train "${RUN[@]}" --procs 2 --out bad.st
+"$STRIX" train "${RUN[@]}" --metrics log.jsonl --out logged.st >/dev/null 2>&1 \
+    || fail "a run with a metrics log"
+cp log.jsonl log0.jsonl
 expect_error "processes started with different flags" "started with different settings" \
     mpirun --quiet -np 1 "$STRIX" train "${RUN[@]}" --out bad.st : \
     -np 1 "$STRIX" train "${RUN[@]}" --d-model 64 --out bad.st
+mpirun --quiet -np 1 "$STRIX" train "${RUN[@]}" --metrics log.jsonl --force --out logged.st : \
+    -np 1 "$STRIX" train "${RUN[@]}" --metrics log.jsonl --force --lr 0.01 --out logged.st \
+    >/dev/null 2>&1 && fail "different --lr per process accepted"
+same_file "a refused run leaves the metrics log alone" log0.jsonl log.jsonl
 expect_error "--grad-shards not a multiple of the processes" "not a multiple of the 2 processes" \
     "$STRIX" train "${RUN[@]}" --procs 2 --grad-shards 1 --out bad.st
 [ ! -e bad.st ] && ok "no checkpoint from refused runs" || fail "a refused run wrote bad.st"

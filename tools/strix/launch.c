@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -59,22 +60,94 @@ static bool on_path(const char *name) {
  * line (and true is returned: what the other ranks still print as they are stopped is noise);
  * the note that a rank exited non-zero is dropped (the rank said why itself); anything else is
  * shown as it came. */
+/* What is left of the run's checkpoint: "the last checkpoint X is intact" or that none was
+ * saved. */
+static const char *kept(const char *out, char *buf, size_t cap) {
+    struct stat st;
+    if (stat(out, &st) != 0) return "no checkpoint was saved";
+    snprintf(buf, cap, "the last checkpoint %s is intact", out);
+    return buf;
+}
+
 static bool notice(const char *box, const char *out) {
     const char *at = strstr(box, "process rank ");
     const char *sig = strstr(box, "on signal ");
     if (at && sig && !ended_at_once) {
         int rank = atoi(at + 13), signo = atoi(sig + 10);
-        struct stat st;
-        char kept[4200] = "no checkpoint was saved";
-        if (stat(out, &st) == 0) snprintf(kept, sizeof kept, "the last checkpoint %s is intact", out);
+        char buf[4200];
         fprintf(stderr, "strix: rank %d died (signal %d, %s); every process was stopped; %s\n",
-                rank, signo, strsignal(signo), kept);
+                rank, signo, strsignal(signo), kept(out, buf, sizeof buf));
         return true;
     }
     if (at && sig) return true; /* our own SIGTERM: said below */
     if (!strstr(box, "non-zero exit code") && !strstr(box, "non-zero status")) fputs(box, stderr);
     return false;
 }
+
+/* mpirun's stderr, a line at a time: its boxed notices (between rules of dashes) reduced by
+ * notice(); rank lines passed on until a rank died or the job was ended at once. */
+typedef struct err_filter {
+    char box[16384];
+    size_t used;
+    bool in_box, died;
+    const char *out;
+} err_filter;
+
+static void err_line(err_filter *f, const char *line) {
+    bool rule = strncmp(line, "----------", 10) == 0;
+    if (rule && f->in_box) {
+        f->box[f->used] = '\0';
+        f->died |= notice(f->box, f->out);
+        f->in_box = false;
+    } else if (rule) {
+        f->in_box = true;
+        f->used = 0;
+    } else if (f->in_box) {
+        size_t n = strlen(line);
+        if (f->used + n < sizeof f->box) memcpy(f->box + f->used, line, n), f->used += n;
+    } else if (!f->died && !ended_at_once &&
+               strncmp(line, "mpirun: Forwarding signal", 25) != 0) {
+        fputs(line, stderr);
+        fflush(stderr);
+    }
+}
+
+/* One of mpirun's output pipes, split into lines. */
+typedef struct pipe_lines {
+    int fd;          /* -1 once closed */
+    char buf[8192];
+    size_t used;
+} pipe_lines;
+
+/* Reads what the pipe has; each complete line (and the rest at its end) goes to `line`. */
+static void pump(pipe_lines *p, void (*line)(void *, const char *), void *user) {
+    ssize_t n = read(p->fd, p->buf + p->used, sizeof p->buf - 1 - p->used);
+    if (n < 0 && errno == EINTR) return;
+    if (n > 0) p->used += (size_t)n;
+    char *nl;
+    while ((nl = memchr(p->buf, '\n', p->used)) != NULL || p->used == sizeof p->buf - 1 ||
+           (n <= 0 && p->used > 0)) {
+        size_t len = nl ? (size_t)(nl - p->buf) + 1 : p->used;
+        char keep = p->buf[len];
+        p->buf[len] = '\0';
+        line(user, p->buf);
+        p->buf[len] = keep;
+        memmove(p->buf, p->buf + len, p->used - len);
+        p->used -= len;
+    }
+    if (n <= 0) {
+        close(p->fd);
+        p->fd = -1;
+    }
+}
+
+static void out_line_cb(void *user, const char *line) {
+    (void)user;
+    fputs(line, stdout); /* a failed write shows at exit (main.c), as for every command */
+    fflush(stdout);
+}
+
+static void err_line_cb(void *user, const char *line) { err_line(user, line); }
 
 int launch_train(int procs, int argc, char **argv, const char *out) {
     if (!on_path("mpirun")) {
@@ -109,8 +182,8 @@ int launch_train(int procs, int argc, char **argv, const char *out) {
     snprintf(stop_path, sizeof stop_path, "/tmp/strix-stop-%ld", (long)getpid());
     unlink(stop_path);
     setenv("STRIX_STOP_FILE", stop_path, 1);
-    int pipefd[2];
-    if (pipe(pipefd) != 0) {
+    int errfd[2], outfd[2];
+    if (pipe(errfd) != 0 || pipe(outfd) != 0) {
         free(args);
         fprintf(stderr, "strix: --procs: pipe: %s\n", strerror(errno));
         return 1;
@@ -130,52 +203,48 @@ int launch_train(int procs, int argc, char **argv, const char *out) {
     pid_t pid = fork();
     if (pid == 0) {
         setpgid(0, 0); // a terminal's Ctrl-C reaches this launcher only, which passes it on
-        dup2(pipefd[1], STDERR_FILENO);
-        close(pipefd[0]);
-        close(pipefd[1]);
+        dup2(errfd[1], STDERR_FILENO);
+        dup2(outfd[1], STDOUT_FILENO);
+        close(errfd[0]);
+        close(errfd[1]);
+        close(outfd[0]);
+        close(outfd[1]);
         execvp("mpirun", args);
         fprintf(stderr, "strix: --procs: cannot run mpirun: %s\n", strerror(errno));
         _exit(127);
     }
     free(args);
-    close(pipefd[1]);
+    close(errfd[1]);
+    close(outfd[1]);
     if (pid < 0) {
-        close(pipefd[0]);
+        close(errfd[0]);
+        close(outfd[0]);
         fprintf(stderr, "strix: --procs: fork: %s\n", strerror(errno));
         return 1;
     }
     child_pid = pid;
     if (ended_at_once) kill(pid, SIGTERM); /* a second signal came before the pid was known */
-    FILE *in = fdopen(pipefd[0], "r");
-    char line[4096], box[16384];
-    size_t used = 0;
-    bool in_box = false, died = false;
-    while (in && fgets(line, sizeof line, in)) {
-        bool rule = strncmp(line, "----------", 10) == 0;
-        if (rule && in_box) {
-            box[used] = '\0';
-            died |= notice(box, out);
-            in_box = false;
-        } else if (rule) {
-            in_box = true;
-            used = 0;
-        } else if (in_box) {
-            size_t n = strlen(line);
-            if (used + n < sizeof box) memcpy(box + used, line, n), used += n;
-        } else if (!died && !ended_at_once &&
-                   strncmp(line, "mpirun: Forwarding signal", 25) != 0) {
-            fputs(line, stderr);
-            fflush(stderr);
+    // mpirun's stdout and stderr, read as they come until both close
+    err_filter filter = {.out = out};
+    pipe_lines pipes[2] = {{.fd = outfd[0]}, {.fd = errfd[0]}};
+    while (pipes[0].fd >= 0 || pipes[1].fd >= 0) {
+        struct pollfd pf[2] = {{.fd = pipes[0].fd, .events = POLLIN},
+                               {.fd = pipes[1].fd, .events = POLLIN}};
+        if (poll(pf, 2, -1) < 0) {
+            if (errno == EINTR) continue;
+            break;
         }
+        if (pf[0].revents) pump(&pipes[0], out_line_cb, NULL);
+        if (pf[1].revents) pump(&pipes[1], err_line_cb, &filter);
     }
-    if (in) fclose(in);
     int status = 0;
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
     child_pid = 0;
     unlink(stop_path);
     if (ended_at_once) {
+        char buf[4200];
         fprintf(stderr, "strix: stopped at once (a second Ctrl-C, or the terminal closed); every "
-                        "process was ended; the last complete checkpoint is kept\n");
+                        "process was ended; %s\n", kept(out, buf, sizeof buf));
         return 130;
     }
     if (WIFEXITED(status)) return WEXITSTATUS(status);

@@ -249,15 +249,21 @@ volatile sig_atomic_t out_stop_signal;
  * not from the calling thread's signal mask. */
 static volatile sig_atomic_t out_saving;
 
+/* Set by out_stop_signals_at_once: every signal counts as a second one. */
+static volatile sig_atomic_t out_at_once;
+
 /* The first stop signal, and every one during a save, only sets the flag; a second one outside a
  * save ends the process as the signal's default action would (killed by SIGINT: status 130). */
 static void on_signal(int sig) {
-    if (out_stop_signal && !out_saving) {
-        /* one line (write(2) is async-signal-safe), then the default action */
+    if ((out_stop_signal || out_at_once) && !out_saving) {
+        /* one line (write(2) is async-signal-safe), then the default action; a rank under
+         * the --procs launcher is silent: the launcher says what ended the job */
         static const char msg[] = "\nstrix: stopped at once by a second signal; the last "
                                   "checkpoint is kept as it was\n";
-        ssize_t unused = write(STDERR_FILENO, msg, sizeof msg - 1);
-        (void)unused;
+        if (!out_at_once) {
+            ssize_t unused = write(STDERR_FILENO, msg, sizeof msg - 1);
+            (void)unused;
+        }
         signal(sig, SIG_DFL);
         raise(sig); /* blocked in this handler; delivered, and fatal, when it returns */
         return;
@@ -276,6 +282,8 @@ void out_stop_signals_install(void) {
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
 }
+
+void out_stop_signals_at_once(void) { out_at_once = 1; }
 
 void out_stop_signals_ignore(void) {
     signal(SIGINT, SIG_IGN);

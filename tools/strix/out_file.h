@@ -70,6 +70,11 @@ extern volatile sig_atomic_t out_stop_signal;
  * the flag, whichever thread of the process takes it. */
 void out_stop_signals_install(void);
 
+/* A rank under `strix train --procs` (launch.h): its stop request comes through the launcher's
+ * stop file, so every stop signal (mpirun's SIGTERM after a second Ctrl-C or a hang-up) ends it
+ * at once, as a second one does (still held off during a save). */
+void out_stop_signals_at_once(void);
+
 /* From here on stop signals are ignored (pending ones discarded): the run only saves and
  * reports. */
 void out_stop_signals_ignore(void);

@@ -714,6 +714,7 @@ static int train_loop(run *r) {
     const strix_train_config *t = &info->train;
 
     out_stop_signals_install();
+    if (getenv("STRIX_STOP_FILE")) out_stop_signals_at_once(); /* --procs: Ctrl-C is the file */
 
     loop_ctx c = {.r = r, .t0 = tool_now(), .first = info->state.step};
     r->t0 = c.t0;
@@ -1392,9 +1393,9 @@ static int train_main(run *r, train_flags *f, arg_spec *specs, int n, int argc, 
         return 2;
     }
     rc = f->resume ? start_resumed(r, f, specs, n) : start_new(r, f, specs, n);
-    if (rc == 0) rc = open_outputs(r);
     rc = ranks_agree(&r->ranks, rc); /* one rank's failed setup stops every rank */
     if (rc == 0) rc = ranks_same(&r->ranks, run_fingerprint(r), "settings (flags or checkpoints)");
+    if (rc == 0) rc = ranks_agree(&r->ranks, open_outputs(r)); /* a refused run writes no log */
     if (rc == 0) {
         if (r->root) print_setup(r, f->resume != NULL);
         rc = train_loop(r);
