@@ -1331,7 +1331,8 @@ static int argc_without(int argc, char **argv, const char *name) {
 }
 
 /* FNV-1a of everything that decides a run's numbers: the model's config, the vocabulary, the
- * training configuration and the step it starts from (the ranks of a run must agree on it). */
+ * training configuration, the backend and the step it starts from (the ranks of a run must
+ * agree on it). */
 static uint64_t run_fingerprint(const run *r) {
     const strix_checkpoint_info *i = &r->info;
     const strix_train_config *t = &i->train;
@@ -1346,9 +1347,11 @@ static uint64_t run_fingerprint(const run *r) {
              t->val_fraction, t->sequential, t->stride, i->state.step, i->state.data_size,
              i->state.data_hash);
     uint64_t h = 1469598103934665603ull;
-    const char *parts[3] = {buf, model ? model : "", (const char *)i->vocab.bytes};
-    size_t lens[3] = {strlen(buf), model ? strlen(model) : 0, (size_t)i->vocab.size};
-    for (int p = 0; p < 3; p++)
+    const char *backend = t->backend ? t->backend : ""; /* one kind of device for all ranks */
+    const char *parts[4] = {buf, model ? model : "", (const char *)i->vocab.bytes, backend};
+    size_t lens[4] = {strlen(buf), model ? strlen(model) : 0, (size_t)i->vocab.size,
+                      strlen(backend)};
+    for (int p = 0; p < 4; p++)
         for (size_t k = 0; k < lens[p]; k++) h = (h ^ (unsigned char)parts[p][k]) * 1099511628211ull;
     free(model);
     return h;
