@@ -85,7 +85,8 @@ static bool notice(const char *box, const char *out) {
 }
 
 /* mpirun's stderr, a line at a time: its boxed notices (between rules of dashes) reduced by
- * notice(); rank lines passed on until a rank died or the job was ended at once. */
+ * notice(); rank lines passed on until a rank died or the job was ended at once; mpirun's own
+ * chatter (forwarded signals, libevent's epoll warnings as processes exit) dropped. */
 typedef struct err_filter {
     char box[16384];
     size_t used;
@@ -106,7 +107,8 @@ static void err_line(err_filter *f, const char *line) {
         size_t n = strlen(line);
         if (f->used + n < sizeof f->box) memcpy(f->box + f->used, line, n), f->used += n;
     } else if (!f->died && !ended_at_once &&
-               strncmp(line, "mpirun: Forwarding signal", 25) != 0) {
+               strncmp(line, "mpirun: Forwarding signal", 25) != 0 &&
+               strncmp(line, "[warn] Epoll", 12) != 0) { // libevent's, as a job ends quickly
         fputs(line, stderr);
         fflush(stderr);
     }
