@@ -6,14 +6,14 @@
 # medians. Then bench_dist times the gradient exchange alone (2 ranks, and 1 process: the tree
 # only), gives its share of a step and estimates what a second machine would add.
 # tok/s is the progress line's at the last step (from the first step; no warmup is dropped).
-# Usage: bench/dist_train.sh [ROUNDS]   (env: BUILD=build, STEPS_A=60, STEPS_NANO=6,
+# Usage: bench/dist_train.sh [ROUNDS]   (env: BUILD=build, STEPS_A=200, STEPS_NANO=20,
 #        LINK_GBIT=10, the assumed link between two machines in Gb/s)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
 ROUNDS=${1:-3}
-STEPS_A=${STEPS_A:-60}
-STEPS_NANO=${STEPS_NANO:-6}
+STEPS_A=${STEPS_A:-200}
+STEPS_NANO=${STEPS_NANO:-20}
 LINK_GBIT=${LINK_GBIT:-10}
 DATA=../shared/data/tinyshakespeare.txt
 declare -A SHAPE=(
