@@ -46,6 +46,9 @@ typedef struct strix_plugin_host {
 static inline size_t strix_dist_chunk_lo(size_t n, int q, int size) {
     return n * (size_t)q / (size_t)size;
 }
+static inline size_t strix_dist_chunk_len(size_t n, int q, int size) {
+    return strix_dist_chunk_lo(n, q + 1, size) - strix_dist_chunk_lo(n, q, size);
+}
 
 /* A plugin's collectives on its device memory (the CUDA plugin's: NCCL), for src/dist. Every
  * call is collective: each rank of the communicator makes it, in the same order. */

@@ -143,7 +143,7 @@ strix_status strix_dist_sum_shards(strix_dist *d, float *shards, int local, size
         return STRIX_OK;
     }
     int N = d->size, S = N * local;
-    size_t mine = strix_dist_chunk_lo(n, d->rank + 1, N) - strix_dist_chunk_lo(n, d->rank, N);
+    size_t mine = strix_dist_chunk_len(n, d->rank, N);
     STRIX_TRY(host_grow(&d->recv, &d->recv_bytes, (size_t)S * mine * sizeof(float)));
     STRIX_TRY(dist_mpi_alltoall_chunks(d, shards, local, n, d->recv));
     strix_dist_tree(d->recv, S, mine); // my chunk of every shard, in shard order
@@ -220,7 +220,7 @@ strix_status strix_dist_sum_shards_on(strix_dist *d, strix_backend *be, float *s
         return strix_copy(be, out, shards, bytes, STRIX_COPY_D2D);
     }
     int N = d->size, S = N * local;
-    size_t mine = strix_dist_chunk_lo(n, d->rank + 1, N) - strix_dist_chunk_lo(n, d->rank, N);
+    size_t mine = strix_dist_chunk_len(n, d->rank, N);
     size_t need = (size_t)S * mine * sizeof(float);
     if (need > d->dev_recv_bytes) {
         strix_free(be, d->dev_recv);

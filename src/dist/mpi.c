@@ -94,7 +94,7 @@ strix_status dist_mpi_allgather_floats(strix_dist *d, const float *mine, size_t 
 strix_status dist_mpi_alltoall_chunks(strix_dist *d, const float *shards, int local, size_t n,
                                       float *recv) {
     int N = d->size;
-    size_t mine = strix_dist_chunk_lo(n, d->rank + 1, N) - strix_dist_chunk_lo(n, d->rank, N);
+    size_t mine = strix_dist_chunk_len(n, d->rank, N);
     if (n > INT_MAX || (size_t)local * (n / (size_t)N + 1) > INT_MAX)
         return strix_error(STRIX_ERR_ARG, "dist sum: %d shards of %zu floats exceed one MPI "
                            "exchange", N * local, n);
@@ -109,7 +109,7 @@ strix_status dist_mpi_alltoall_chunks(strix_dist *d, const float *shards, int lo
     // nothing packed); from rank q my chunk of its shards, stored in shard order
     int made = 0, rc = MPI_SUCCESS;
     for (int q = 0; q < N && rc == MPI_SUCCESS; q++) {
-        size_t lo = strix_dist_chunk_lo(n, q, N), len = strix_dist_chunk_lo(n, q + 1, N) - lo;
+        size_t len = strix_dist_chunk_len(n, q, N);
         rc = MPI_Type_vector(local, (int)len, (int)n, MPI_FLOAT, &chunk[q]);
         if (rc == MPI_SUCCESS && (rc = MPI_Type_commit(&chunk[q])) == MPI_SUCCESS) made = q + 1;
     }
@@ -135,7 +135,7 @@ strix_status dist_mpi_allgather_chunks(strix_dist *d, const float *chunk, size_t
     int *displ = count + N;
     for (int q = 0; q < N; q++) {
         displ[q] = (int)strix_dist_chunk_lo(n, q, N);
-        count[q] = (int)strix_dist_chunk_lo(n, q + 1, N) - displ[q];
+        count[q] = (int)strix_dist_chunk_len(n, q, N);
     }
     int rc = MPI_Allgatherv(chunk, count[d->rank], MPI_FLOAT, out, count, displ, MPI_FLOAT,
                             COMM(d));

@@ -35,6 +35,23 @@ mpirun_quiet() {
     grep -v '^\[warn\] Epoll' "$WORK/mpirun.err" >&2
     return $rc
 }
+# signalled NAME "SIG@SECONDS ..." ARGS...: `strix train ARGS --out NAME.st` in the background
+# (stdout NAME.out, stderr NAME.err), each signal sent to it that many seconds after the one
+# before; rc = its exit status.
+signalled() {
+    local name=$1 sig launcher
+    local -a plan
+    read -ra plan <<<"$2"
+    shift 2
+    "$STRIX" train "$@" --out "$name.st" >"$name.out" 2>"$name.err" &
+    launcher=$!
+    for sig in "${plan[@]}"; do
+        sleep "${sig#*@}"
+        kill "-${sig%@*}" $launcher
+    done
+    wait $launcher
+    rc=$?
+}
 MODEL=(--d-model 32 --layers 1 --heads 2 --block 16 --batch 8)
 RUN=(--data "$SHAKESPEARE" "${MODEL[@]}" --steps 20 --eval-every 10 --eval-batches 2
      --threads 1 --metrics none --log-every 1000)
@@ -81,12 +98,7 @@ same_file "2-process checkpoint resumed on 4 == uninterrupted" s4.st r4.st
 LONG=(--data "$SHAKESPEARE" "${MODEL[@]}" --steps 60 --eval-every 1000 --eval-batches 2
       --threads 1 --metrics none --log-every 1000 --grad-shards 2)
 "$STRIX" train "${LONG[@]}" --out u.st >/dev/null 2>&1 || fail "uninterrupted 60 steps"
-"$STRIX" train "${LONG[@]}" --procs 2 --step-delay 0.05 --out c.st >c.out 2>c.err &
-launcher=$!
-sleep 1.5
-kill -INT $launcher
-wait $launcher
-rc=$?
+signalled c "INT@1.5" "${LONG[@]}" --procs 2 --step-delay 0.05
 if [ $rc -eq 0 ] && grep -q "interrupted at step" c.err && [ -f c.st ]; then
     ok "Ctrl-C: $(grep -o 'interrupted at step [0-9]* of 60' c.err), exit 0"
 else
@@ -98,35 +110,18 @@ fi
 same_file "interrupted on 2 processes + resumed == uninterrupted" u.st c.st
 
 # Ctrl-C at start-up is never lost: the ranks stop after their first step, rank 0 saves
-"$STRIX" train "${RUN[@]}" --procs 2 --step-delay 0.2 --out early.st >early.out 2>early.err &
-launcher=$!
-sleep 0.1
-kill -INT $launcher
-wait $launcher
-rc=$?
+signalled early "INT@0.1" "${RUN[@]}" --procs 2 --step-delay 0.2
 [ $rc -eq 0 ] && grep -q "interrupted at step 1 of 20" early.err && [ -f early.st ] \
     && ok "Ctrl-C at start-up: stopped at step 1, saved" \
     || { fail "Ctrl-C at start-up: exit $rc"; cat early.err >&2; }
 # a second Ctrl-C ends every process at once: one line, exit 130
-"$STRIX" train "${RUN[@]}" --procs 2 --step-delay 0.5 --out twice.st >twice.out 2>twice.err &
-launcher=$!
-sleep 1
-kill -INT $launcher
-sleep 0.1
-kill -INT $launcher
-wait $launcher
-rc=$?
+signalled twice "INT@1 INT@0.1" "${RUN[@]}" --procs 2 --step-delay 0.5
 [ $rc -eq 130 ] && [ "$(wc -l <twice.err)" -eq 1 ] && grep -q "stopped at once" twice.err \
     && ok "a second Ctrl-C: exit 130, $(cat twice.err)" \
     || { fail "a second Ctrl-C: exit $rc"; cat twice.err >&2; }
 
 # a hang-up ends every process at once: no save at the step it was in
-"$STRIX" train "${RUN[@]}" --procs 2 --step-delay 5 --out hup.st >hup.out 2>hup.err &
-launcher=$!
-sleep 1.5
-kill -HUP $launcher
-wait $launcher
-rc=$?
+signalled hup "HUP@1.5" "${RUN[@]}" --procs 2 --step-delay 5
 [ $rc -eq 130 ] && [ ! -e hup.st ] && grep -q "no checkpoint was saved" hup.err \
     && ok "SIGHUP: exit 130, nothing saved: $(cat hup.err)" \
     || { fail "SIGHUP: exit $rc"; cat hup.err >&2; }

@@ -57,12 +57,10 @@ static strix_status nccl_alltoall_chunks(void *comm, strix_backend *be, const fl
                                          int local, size_t n, float *recv) {
     nccl_comm *c = (nccl_comm *)comm;
     cudaStream_t st = cuda_stream(be);
-    size_t mine = strix_dist_chunk_lo(n, c->rank + 1, c->size) -
-                  strix_dist_chunk_lo(n, c->rank, c->size);
+    size_t mine = strix_dist_chunk_len(n, c->rank, c->size);
     NCCL_TRY(ncclGroupStart());
     for (int q = 0; q < c->size; q++) {
-        size_t lo = strix_dist_chunk_lo(n, q, c->size);
-        size_t len = strix_dist_chunk_lo(n, q + 1, c->size) - lo;
+        size_t lo = strix_dist_chunk_lo(n, q, c->size), len = strix_dist_chunk_len(n, q, c->size);
         for (int l = 0; l < local; l++) { // matched in order between each pair of ranks
             NCCL_TRY(ncclSend(shards + (size_t)l * n + lo, len, ncclFloat, q, c->comm, st));
             NCCL_TRY(ncclRecv(recv + ((size_t)q * (size_t)local + (size_t)l) * mine, mine,
@@ -78,12 +76,10 @@ static strix_status nccl_allgather_chunks(void *comm, strix_backend *be, const f
                                           size_t n, float *out) {
     nccl_comm *c = (nccl_comm *)comm;
     cudaStream_t st = cuda_stream(be);
-    size_t mine = strix_dist_chunk_lo(n, c->rank + 1, c->size) -
-                  strix_dist_chunk_lo(n, c->rank, c->size);
+    size_t mine = strix_dist_chunk_len(n, c->rank, c->size);
     NCCL_TRY(ncclGroupStart());
     for (int q = 0; q < c->size; q++) {
-        size_t lo = strix_dist_chunk_lo(n, q, c->size);
-        size_t len = strix_dist_chunk_lo(n, q + 1, c->size) - lo;
+        size_t lo = strix_dist_chunk_lo(n, q, c->size), len = strix_dist_chunk_len(n, q, c->size);
         NCCL_TRY(ncclSend(chunk, mine, ncclFloat, q, c->comm, st));
         NCCL_TRY(ncclRecv(out + lo, len, ncclFloat, q, c->comm, st));
     }
