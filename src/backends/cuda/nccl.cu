@@ -53,39 +53,48 @@ static strix_status nccl_open(strix_backend *be, const void *id, int rank, int s
     return STRIX_OK;
 }
 
+/* Ends a group of sends and receives opened by ncclGroupStart (always, so the communicator is
+ * never left inside a group) and waits for it; the first error of the group's calls `r` wins. */
+static strix_status end_group(ncclResult_t r, cudaStream_t st) {
+    ncclResult_t end = ncclGroupEnd();
+    STRIX_TRY(nccl_check(r, "ncclSend/ncclRecv"));
+    STRIX_TRY(nccl_check(end, "ncclGroupEnd"));
+    CUDA_TRY(cudaStreamSynchronize(st));
+    return STRIX_OK;
+}
+
 static strix_status nccl_alltoall_chunks(void *comm, strix_backend *be, const float *shards,
                                          int local, size_t n, float *recv) {
     nccl_comm *c = (nccl_comm *)comm;
     cudaStream_t st = cuda_stream(be);
     size_t mine = strix_dist_chunk_len(n, c->rank, c->size);
     NCCL_TRY(ncclGroupStart());
+    ncclResult_t r = ncclSuccess;
     for (int q = 0; q < c->size; q++) {
         size_t lo = strix_dist_chunk_lo(n, q, c->size), len = strix_dist_chunk_len(n, q, c->size);
-        for (int l = 0; l < local; l++) { // matched in order between each pair of ranks
-            NCCL_TRY(ncclSend(shards + (size_t)l * n + lo, len, ncclFloat, q, c->comm, st));
-            NCCL_TRY(ncclRecv(recv + ((size_t)q * (size_t)local + (size_t)l) * mine, mine,
-                              ncclFloat, q, c->comm, st));
+        for (int l = 0; l < local && r == ncclSuccess; l++) { // matched in order per pair
+            r = ncclSend(shards + (size_t)l * n + lo, len, ncclFloat, q, c->comm, st);
+            if (r == ncclSuccess)
+                r = ncclRecv(recv + ((size_t)q * (size_t)local + (size_t)l) * mine, mine,
+                             ncclFloat, q, c->comm, st);
         }
     }
-    NCCL_TRY(ncclGroupEnd());
-    CUDA_TRY(cudaStreamSynchronize(st));
-    return STRIX_OK;
+    return end_group(r, st);
 }
 
 static strix_status nccl_allgather_chunks(void *comm, strix_backend *be, const float *chunk,
                                           size_t n, float *out) {
     nccl_comm *c = (nccl_comm *)comm;
     cudaStream_t st = cuda_stream(be);
-    size_t mine = strix_dist_chunk_len(n, c->rank, c->size);
     NCCL_TRY(ncclGroupStart());
-    for (int q = 0; q < c->size; q++) {
-        size_t lo = strix_dist_chunk_lo(n, q, c->size), len = strix_dist_chunk_len(n, q, c->size);
-        NCCL_TRY(ncclSend(chunk, mine, ncclFloat, q, c->comm, st));
-        NCCL_TRY(ncclRecv(out + lo, len, ncclFloat, q, c->comm, st));
+    ncclResult_t r = ncclSuccess;
+    for (int q = 0; q < c->size && r == ncclSuccess; q++) {
+        r = ncclSend(chunk, strix_dist_chunk_len(n, c->rank, c->size), ncclFloat, q, c->comm, st);
+        if (r == ncclSuccess)
+            r = ncclRecv(out + strix_dist_chunk_lo(n, q, c->size),
+                         strix_dist_chunk_len(n, q, c->size), ncclFloat, q, c->comm, st);
     }
-    NCCL_TRY(ncclGroupEnd());
-    CUDA_TRY(cudaStreamSynchronize(st));
-    return STRIX_OK;
+    return end_group(r, st);
 }
 
 static void nccl_close(void *comm) {
