@@ -2,7 +2,7 @@
  * strix.h - the whole public API of strix in one include. Each part has its own header under
  * strix/ (core, tensor, backend and its ops/, params, safetensors, nn, layers, recurrent, mamba,
  * rwkv, retnet, fuzzy, loss, optim, state_dict, lrp, attribution, train, logic, gpt, gpt_train,
- * seqlm, lm, sample, data, checkpoint); include only what you use if you prefer.
+ * seqlm, lm, sample, data, checkpoint, rl); include only what you use if you prefer.
  * examples/tiny_gpt.c and examples/digits.c are complete, commented programs.
  */
 #ifndef STRIX_H
@@ -34,5 +34,6 @@
 #include "strix/state_dict.h"
 #include "strix/lrp.h"
 #include "strix/attribution.h"
+#include "strix/rl.h"
 
 #endif

@@ -38,6 +38,8 @@ static void print_help(FILE *out) {
             "write the weights alone\n"
             "  strix plot [LOG] --svg FILE                                    "
             "draw a run's loss curves\n"
+            "  strix rl train|eval|explain|plot [flags]                       "
+            "reinforcement learning\n"
             "  strix --help | --version\n"
             "\n"
             "  strix COMMAND --help lists every flag of COMMAND with its default.\n"
@@ -128,7 +130,8 @@ static int run_command(int argc, char **argv) {
     if (strcmp(cmd, "explain") == 0) return cmd_explain(argc, argv);
     if (strcmp(cmd, "export") == 0) return cmd_export(argc, argv);
     if (strcmp(cmd, "plot") == 0) return cmd_plot(argc, argv);
-    fprintf(stderr, "strix: unknown command '%s' (commands: train, sample, explain, export, plot; "
+    if (strcmp(cmd, "rl") == 0) return cmd_rl(argc, argv);
+    fprintf(stderr, "strix: unknown command '%s' (commands: train, sample, explain, export, plot, rl; "
                     "see strix --help)\n", cmd);
     return 2;
 }

@@ -22,6 +22,7 @@ int cmd_sample(int argc, char **argv);
 int cmd_explain(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_plot(int argc, char **argv);
+int cmd_rl(int argc, char **argv);
 
 /* Prints "strix: <strix_last_error()>" to stderr and returns 1 (for `return tool_fail(s);`). */
 int tool_fail(strix_status s);
