@@ -204,13 +204,12 @@ static int cmd_rl_train(int argc, char **argv) {
              "cpu or cpu-blas (default cpu)"),
     };
     int n = (int)(sizeof specs / sizeof *specs);
-    for (int i = 3; i < argc; i++)
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            print_train_help(specs, n);
-            return 0;
-        }
     int rc = args_parse("rl train", argc, argv, 3, specs, n);
-    if (rc) return rc == 1 ? 0 : rc;
+    if (rc == 1) {
+        print_train_help(specs, n);
+        return 0;
+    }
+    if (rc) return rc;
     if (!f.out[0]) {
         fprintf(stderr, "strix rl train: --out must not be empty\n");
         return 2;
@@ -326,12 +325,13 @@ static int cmd_rl_train(int argc, char **argv) {
             rc = tool_fail(st);
             goto done;
         }
-        printf("done: %" PRId64 " steps, %" PRId64 " episodes, %.1f s; evaluation over %d "
-               "episodes: %.2f +- %.2f; saved %s\n", p.steps, p.episodes, tool_now() - t0,
-               f.eval_episodes, mean, sd, f.out);
+        printf("done: %" PRId64 " steps, %" PRId64 " episodes (mean return of the last 100: "
+               "%.2f), %.1f s; evaluation over %d episodes: %.2f +- %.2f; saved %s\n", p.steps,
+               p.episodes, p.mean_return, tool_now() - t0, f.eval_episodes, mean, sd, f.out);
     } else {
-        printf("done: %" PRId64 " steps, %" PRId64 " episodes, %.1f s; saved %s\n", p.steps,
-               p.episodes, tool_now() - t0, f.out);
+        printf("done: %" PRId64 " steps, %" PRId64 " episodes (mean return of the last 100: "
+               "%.2f), %.1f s; saved %s\n", p.steps, p.episodes, p.mean_return, tool_now() - t0,
+               f.out);
     }
 done:
     strix_agent_free(a);
@@ -367,7 +367,13 @@ static int cmd_rl_eval(int argc, char **argv) {
     };
     int n = (int)(sizeof specs / sizeof *specs);
     int rc = args_parse("rl eval", argc, argv, 3, specs, n);
-    if (rc) return rc == 1 ? 0 : rc;
+    if (rc == 1) {
+        printf("strix rl eval - the mean and std of an agent's return over greedy episodes\n\n"
+               "Usage: strix rl eval --agent FILE [--episodes N] [--seed S]\n\n");
+        args_print_help(stdout, specs, n);
+        return 0;
+    }
+    if (rc) return rc;
     strix_backend *be = NULL;
     strix_agent *a = NULL;
     if ((rc = rl_load_agent("eval", agent, threads, &be, &a)) == 0) {
@@ -395,7 +401,14 @@ static int cmd_rl_plot(int argc, char **argv) {
         FLAG("svg", ARG_STRING, &svg, 0, 0, 0, "FILE", "the picture to write (required)"),
     };
     int rc = args_parse("rl plot", argc, argv, 3, specs, 2);
-    if (rc) return rc == 1 ? 0 : rc;
+    if (rc == 1) {
+        printf("strix rl plot - an agent's learning curve: every episode's return against the "
+               "environment steps, and the mean of the last 100\n\n"
+               "Usage: strix rl plot --agent FILE --svg FILE\n\n");
+        args_print_help(stdout, specs, 2);
+        return 0;
+    }
+    if (rc) return rc;
     if (!svg) {
         fprintf(stderr, "strix rl plot: --svg FILE is required\n");
         return 2;

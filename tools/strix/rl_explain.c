@@ -277,7 +277,13 @@ int cmd_rl_explain(int argc, char **argv) {
     };
     int n = (int)(sizeof specs / sizeof *specs);
     int rc = args_parse("rl explain", argc, argv, 3, specs, n);
-    if (rc) return rc == 1 ? 0 : rc;
+    if (rc == 1) {
+        printf("strix rl explain - which observation features drove an agent's action (LRP)\n\n"
+               "Usage: strix rl explain --agent FILE [--obs X,Y,.. | --episode] [--svg FILE]\n\n");
+        args_print_help(stdout, specs, n);
+        return 0;
+    }
+    if (rc) return rc;
     if (episode && obs_text) {
         fprintf(stderr, "strix rl explain: --obs and --episode exclude each other\n");
         return 2;
