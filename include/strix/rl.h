@@ -242,7 +242,8 @@ STRIX_API strix_status strix_agent_act(strix_agent *a, const float *obs, bool de
 STRIX_API strix_status strix_agent_evaluate(strix_agent *a, int episodes, uint64_t seed,
                                             double *returns, double *mean, double *std);
 
-/* Saves the whole agent to `path` atomically (a safetensors file): config, every network and
+/* Saves the whole agent to `path` atomically (a safetensors file): config, the backend's name,
+ * every network and
  * target network, optimizer moments and step counts, environments, replay buffer, random
  * streams and the episode history, so strix_agent_load continues the run bit for bit.
  * STRIX_ERR_IO (the previous file untouched), STRIX_ERR_ALLOC, backend errors. */
@@ -252,6 +253,12 @@ STRIX_API strix_status strix_agent_save(strix_agent *a, const char *path);
  * an inconsistent state), STRIX_ERR_ALLOC. */
 STRIX_API strix_status strix_agent_load(strix_backend *be, const char *path, strix_agent **out);
 
+/* A cheap test of whether `path` is an agent file: its header is read (lazily, mapped) and its
+ * format checked, nothing else. backend (cap bytes; may be NULL) gets the name of the backend
+ * that saved it ("" in files that lack it). STRIX_ERR_FORMAT naming the path for another file,
+ * STRIX_ERR_IO, STRIX_ERR_ALLOC. */
+STRIX_API strix_status strix_agent_probe(const char *path, char *backend, size_t cap);
+
 /* The network that picks the agent's actions (DQN: the Q-network; REINFORCE, A2C, PPO: the
  * policy, whose outputs are the action logits; SAC: the actor, whose outputs are the mean and
  * log-std heads before the tanh), a Sequential of Linear and activation modules taking
@@ -259,10 +266,15 @@ STRIX_API strix_status strix_agent_load(strix_backend *be, const char *path, str
 STRIX_API strix_module *strix_agent_policy_net(strix_agent *a);
 
 /* LRP of the action taken at `obs` (obs_dim floats): the relevance of every observation feature
- * for the chosen action's output (DQN: its Q-value; REINFORCE, A2C, PPO: its logit; SAC: the
- * pre-tanh mean of action dimension 0), with `composite` (NULL: epsilon 1e-6 everywhere).
- * relevance gets obs_dim floats; *action the greedy action; *output the explained output's value
- * (the relevance sums to about it). Statuses of strix_lrp_explain. */
+ * for the greedy action. With discrete actions the explained value is the chosen action's output
+ * minus the best other action's (DQN: Q-values; REINFORCE, A2C, PPO: logits; the target's
+ * `contrast`, strix/lrp.h), so the baseline both share drops out: "why this action rather than
+ * the other"; SAC: the pre-tanh mean of action dimension 0. `composite` NULL: LRP-γ (0.25) on
+ * the hidden Linear layers and LRP-ε (1e-6) on the output layer, the bias in the denominators
+ * (Montavon et al. 2019, Sec. 10.2), which stays stable on ReLU networks where a uniform
+ * epsilon rule divides by near-zero pre-activations. relevance gets obs_dim floats; *action
+ * the greedy action; *output the explained value (the relevance sums to about it, less what
+ * the biases absorb). Statuses of strix_lrp_explain. */
 STRIX_API strix_status strix_agent_explain(strix_agent *a, const float *obs,
                                            const strix_lrp_composite *composite,
                                            float *relevance, float *action, float *output);

@@ -149,6 +149,9 @@ strix_status strix_agent_config_check(const strix_agent_config *c) {
         BAD(c->learning_starts < 0, "learning_starts must be >= 0");
         BAD(c->target_freq < 1, "target_freq must be >= 1");
         BAD(!(c->tau > 0.0f && c->tau <= 1.0f), "tau must be in (0, 1]");
+        BAD(c->learning_starts >= c->total_steps,
+            "learning_starts (%lld) leaves no update within the run's %lld steps",
+            (long long)c->learning_starts, (long long)c->total_steps);
     }
     if (c->algo == STRIX_ALGO_DQN) {
         BAD(c->train_freq < 1, "train_freq must be >= 1");
@@ -162,10 +165,14 @@ strix_status strix_agent_config_check(const strix_agent_config *c) {
         BAD(c->n_steps < 1 || c->n_steps > 65536, "n_steps must be in 1..65536");
         BAD(!unit(c->gae_lambda), "gae_lambda must be in [0, 1]");
         BAD(c->epochs < 1 || c->minibatches < 1, "epochs and minibatches must be >= 1");
-        if (c->algo != STRIX_ALGO_REINFORCE)
+        if (c->algo != STRIX_ALGO_REINFORCE) {
             BAD((c->n_envs * c->n_steps) % c->minibatches != 0,
                 "minibatches (%d) must divide envs x n_steps (%d)", c->minibatches,
                 c->n_envs * c->n_steps);
+            BAD((int64_t)c->n_envs * c->n_steps > c->total_steps,
+                "one rollout (envs %d x n_steps %d) is longer than the run's %lld steps",
+                c->n_envs, c->n_steps, (long long)c->total_steps);
+        }
         BAD(!unit(c->clip_coef), "clip_coef must be in [0, 1]");
         BAD(!isfinite(c->ent_coef) || !isfinite(c->vf_coef) || c->vf_coef < 0.0f,
             "ent_coef and vf_coef must be numbers (vf_coef >= 0)");
@@ -370,23 +377,45 @@ strix_status strix_agent_evaluate(strix_agent *a, int episodes, uint64_t seed, d
 
 strix_module *strix_agent_policy_net(strix_agent *a) { return &a->nets[0].seq->base; }
 
+/* The default rules (Montavon et al. 2019, Sec. 10.2: LRP-γ in the lower layers, LRP-ε in the
+ * upper one, the bias in the denominator as Zennit): gamma 0.25 on the hidden Linear layers,
+ * epsilon 1e-6 on the output layer and the activations. Leaves: Linear, act, Linear, act,
+ * Linear, so the output layer is leaf 4. */
+static strix_lrp_rule default_rule(int index, const strix_module *m, void *user) {
+    (void)user;
+    bool hidden = strcmp(m->vt->type, "Linear") == 0 && index < 4;
+    strix_lrp_rule r = hidden ? strix_lrp_gamma(0.25f) : strix_lrp_epsilon(1e-6f);
+    r.bias_in_denominator = true;
+    return r;
+}
+
 strix_status strix_agent_explain(strix_agent *a, const float *obs,
                                  const strix_lrp_composite *composite, float *relevance,
                                  float *action, float *output) {
     strix_module *net = strix_agent_policy_net(a);
     strix_lrp_composite c = composite ? *composite
-                                      : strix_lrp_composite_uniform(strix_lrp_epsilon(1e-6f));
+                                      : strix_lrp_composite_custom(default_rule, NULL);
     STRIX_TRY(strix_lrp_assign(net, &c));
     STRIX_TRY(a->algo->act(a, obs, true, NULL, action));
+    strix_lrp_target t = strix_lrp_target_default();
+    int32_t cls = 0;
+    t.classes = &cls;
+    int n = a->spec->n_actions;
+    if (n > 0) { /* the chosen action against the best other one */
+        float q[64];
+        STRIX_ASSERT(n <= 64, "too many actions");
+        STRIX_TRY(rl_net_forward(a, &a->nets[0], obs, 1, q));
+        cls = (int32_t)action[0];
+        int other = -1;
+        for (int j = 0; j < n; j++)
+            if (j != cls && (other < 0 || q[j] > q[other])) other = j;
+        t.contrast = other;
+    }
     int od = a->spec->obs_dim;
     int64_t shape[2] = {1, od};
     strix_tensor x = {0};
     STRIX_TRY(strix_tensor_new(a->be, 2, shape, &x));
     strix_status st = strix_copy(a->be, x.data, obs, sizeof(float) * (size_t)od, STRIX_COPY_H2D);
-    /* discrete: the chosen action's output; SAC: the mean head of action dimension 0 */
-    int32_t cls = a->spec->n_actions > 0 ? (int32_t)action[0] : 0;
-    strix_lrp_target t = strix_lrp_target_default();
-    t.classes = &cls;
     strix_lrp_explanation e = {0};
     if (st == STRIX_OK) st = strix_lrp_explain(net, &x, &t, &e);
     if (st == STRIX_OK) {

@@ -12,7 +12,9 @@
  *   env.episode (n_envs, 2)         the running episodes: return bits, length (I64)
  *   episodes.step, .return, .length the finished episodes (I64, I64 bits, I32; absent when none)
  *   replay.obs, .actions, .rewards, .next_obs, .terminated   the first `size` slots (F32)
- * __metadata__: format "strix-rl-agent", format_version "1", every strix_agent_config field
+ * __metadata__: format "strix-rl-agent", format_version "1", backend (the name of the backend
+ * that ran it: its GEMM decides the rounding, so a run continues bit for bit on the same one),
+ * every strix_agent_config field
  * under its name (floats as the shortest text that reads back as the same float), and the run:
  * steps, updates, iterations, episodes, last_loss (hex bits), rng (16 hex digits), replay_size,
  * replay_pos, <block>.adam_steps.
@@ -317,6 +319,7 @@ strix_status strix_agent_save(strix_agent *a, const char *path) {
     if (!w) return strix_error(STRIX_ERR_ALLOC, "out of memory");
     meta_add(w, "format", FORMAT);
     meta_add(w, "format_version", "1");
+    meta_add(w, "backend", "%s", strix_backend_name(a->be));
     char buf[64];
     for (size_t i = 0; i < N_FIELDS; i++) {
         field_text(&a->cfg, &fields[i], buf, sizeof buf);
@@ -469,11 +472,16 @@ static strix_status load_run(strix_agent *a, const strix_safetensors *f, int *us
         a->cap_episodes = E;
     }
     for (int64_t i = 0; i < E; i++) {
-        memcpy(&a->episodes[i].step, (const char *)es->raw + 8 * i, 8);
-        memcpy(&a->episodes[i].ret, (const char *)er->raw + 8 * i, 8);
+        strix_rl_episode *e = &a->episodes[i];
         int32_t len;
+        memcpy(&e->step, (const char *)es->raw + 8 * i, 8);
+        memcpy(&e->ret, (const char *)er->raw + 8 * i, 8);
         memcpy(&len, (const char *)el->raw + 4 * i, 4);
-        a->episodes[i].length = len;
+        e->length = len;
+        if (!isfinite(e->ret) || len < 1 || len > a->spec->max_steps || e->step < len ||
+            e->step > steps || (i > 0 && e->step < a->episodes[i - 1].step))
+            return strix_error(STRIX_ERR_FORMAT, "inconsistent episode %" PRId64
+                               " in the agent file", i);
     }
     a->n_episodes = E;
     if (rsize > 0) {
@@ -491,6 +499,22 @@ static strix_status load_run(strix_agent *a, const strix_safetensors *f, int *us
     a->rng.state = rng;
     memcpy(&a->last_loss, &loss_bits, sizeof loss_bits);
     return STRIX_OK;
+}
+
+strix_status strix_agent_probe(const char *path, char *backend, size_t cap) {
+    strix_safetensors *f = NULL;
+    strix_st_read_options lazy = {.lazy = true};
+    STRIX_TRY(strix_safetensors_read_ex(path, &lazy, &f));
+    const char *format = strix_safetensors_meta(f, "format");
+    const char *be = strix_safetensors_meta(f, "backend");
+    strix_status st = STRIX_OK;
+    if (!format || strcmp(format, FORMAT) != 0)
+        st = strix_error(STRIX_ERR_FORMAT, "%s is not a strix agent file (format '%s')", path,
+                         format ? format : "none");
+    else if (backend && cap > 0)
+        snprintf(backend, cap, "%s", be ? be : "");
+    strix_safetensors_free(f);
+    return st;
 }
 
 strix_status strix_agent_load(strix_backend *be, const char *path, strix_agent **out) {
@@ -512,8 +536,11 @@ strix_status strix_agent_load(strix_backend *be, const char *path, strix_agent *
         st = v ? field_parse(&cfg, &fields[i], v)
                : strix_error(STRIX_ERR_FORMAT, "the agent file has no '%s'", fields[i].key);
     }
-    if (st == STRIX_OK && strix_agent_config_check(&cfg) != STRIX_OK)
-        st = strix_error(STRIX_ERR_FORMAT, "%s: bad agent config: %s", path, strix_last_error());
+    if (st == STRIX_OK && strix_agent_config_check(&cfg) != STRIX_OK) {
+        char why[512];
+        snprintf(why, sizeof why, "%s", strix_last_error());
+        st = strix_error(STRIX_ERR_FORMAT, "%s: bad agent config: %s", path, why);
+    }
     strix_agent *a = NULL;
     if (st == STRIX_OK) st = strix_agent_new(be, &cfg, &a);
     int used = 0;

@@ -45,7 +45,13 @@ grep -q "^action [01] (" x.out && grep -q "^pole angle " x.out && grep -q "wrote
 "$STRIX" rl explain --agent a.st --episode --svg ep.svg >ep.out 2>ep.err || fail "explain --episode: $(cat ep.err)"
 grep -q "^episode of [0-9]* steps" ep.out && grep -q "<polyline" ep.svg \
     && ok "explain an episode" || fail "explain --episode: $(cat ep.out)"
-"$STRIX" rl plot --agent a.st --svg p.svg >/dev/null 2>&1 && same_file "plot redraws the curve" a.svg p.svg
+"$STRIX" rl plot --agent a.st --svg p.svg >p.out 2>&1 && grep -qx "wrote p.svg" p.out \
+    && same_file "plot redraws the curve" a.svg p.svg || fail "plot: $(cat p.out)"
+# the final evaluation and strix rl eval use the same episodes
+"$STRIX" rl eval --agent a.st --episodes 10 >e10.out 2>&1
+m1=$(sed -nE 's/.*evaluation over 10 episodes: ([-0-9.]+ \+- [0-9.]+);.*/\1/p' a.out)
+m2=$(sed -nE 's/.*over 10 episodes ([-0-9.]+ \+- [0-9.]+)$/\1/p' e10.out)
+[ -n "$m1" ] && [ "$m1" = "$m2" ] && ok "train's evaluation = eval's ($m1)" || fail "evaluations differ: '$m1' '$m2'"
 
 for c in train eval explain plot; do
     "$STRIX" rl $c --help >h.out 2>&1 && grep -q "^Usage: strix rl $c" h.out && grep -q -- "--help" h.out \
@@ -60,7 +66,18 @@ expect_error "sac on cartpole" "sac needs continuous actions" "$STRIX" rl train 
 expect_error "dqn on pendulum" "dqn needs discrete actions" "$STRIX" rl train --env pendulum --algo dqn --out n.st
 expect_error "negative steps" "--steps" "$STRIX" rl train --env cartpole --algo ppo --steps -5 --out n.st
 expect_error "no env" "--env and --algo are required" "$STRIX" rl train --algo ppo --out n.st
-expect_error "existing out" "exists" "$STRIX" rl train --env cartpole --algo ppo --out keep.st
+expect_error "existing out" "continue it with --resume" "$STRIX" rl train --env cartpole --algo ppo --out keep.st
+printf 'my notes\n' >notes.txt
+expect_error "--force over a non-agent file" "is not a strix agent file" "$STRIX" rl train --env cartpole --algo ppo --out notes.txt --force
+expect_error "--curve is --out" "is the agent file itself" "$STRIX" rl train --env cartpole --algo ppo --out n.st --curve n.st
+expect_error "--curve over notes" "is not a picture strix rl drew" "$STRIX" rl train --env cartpole --algo ppo --out n.st --curve notes.txt
+expect_error "--curve in a missing folder" "cannot write --curve" "$STRIX" rl train --env cartpole --algo ppo --out n.st --curve nodir/c.svg
+expect_error "explain --svg over the agent" "is the agent file itself" "$STRIX" rl explain --agent keep.st --svg keep.st
+expect_error "plot --svg over notes" "is not a picture strix rl drew" "$STRIX" rl plot --agent keep.st --svg notes.txt
+expect_error "--batch with ppo" "--batch applies to dqn and sac" "$STRIX" rl train --env cartpole --algo ppo --batch 64 --out n.st
+expect_error "a run shorter than a rollout" "longer than the run" "$STRIX" rl train --env cartpole --algo ppo --steps 100 --out n.st
+expect_error "learning starts after the end" "leaves no update" "$STRIX" rl train --env cartpole --algo dqn --steps 1000 --learning-starts 1000 --out n.st
+expect_error "resume on another backend" "was trained on backend cpu" "$STRIX" rl train --resume --out keep.st --backend cpu-blas
 expect_error "resume with --lr" "cannot change a resumed run" "$STRIX" rl train --resume --out keep.st --lr 0.1
 expect_error "eval without agent" "--agent FILE is required" "$STRIX" rl eval
 expect_error "explain --obs count" "needs 4 comma-separated numbers" "$STRIX" rl explain --agent keep.st --obs 1,2,3
@@ -71,5 +88,6 @@ expect_error "junk agent" "junk.st" "$STRIX" rl explain --agent junk.st
 expect_error "resume a broken file" "trunc.st" "$STRIX" rl train --resume --out trunc.st
 expect_error "unknown rl command" "unknown command" "$STRIX" rl dance
 same_file "the agent file is intact" a.st keep.st
+grep -qx 'my notes' notes.txt && ok "notes.txt intact" || fail "notes.txt replaced"
 [ ! -e n.st ] && ok "no file written by refused runs" || fail "n.st written"
 finish
