@@ -338,8 +338,8 @@ static strix_status load(const unsigned char *p, size_t n, bool lazy, strix_safe
         bool text = n >= 9 && p[8] != '{';
         return strix_error(STRIX_ERR_FORMAT,
                            "%ssafetensors: header length %" PRIu64 " runs past the end of the "
-                           "%zu-byte file", text ? "not a safetensors file (a model file is "
-                           "written by strix train or strix export); " : "", header_len, n);
+                           "%zu-byte file", text ? "not a safetensors file (strix writes its models, "
+                           "checkpoints and agents as safetensors); " : "", header_len, n);
     }
     if (header_len > ST_HEADER_MAX)
         return strix_error(STRIX_ERR_FORMAT, "safetensors: header of %" PRIu64 " bytes is over "

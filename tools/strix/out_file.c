@@ -182,7 +182,7 @@ int out_check(const char *out, const char *data, bool replace_ok) {
     return 0;
 }
 
-int out_lock_take(out_lock *l, const char *out) {
+int out_lock_take(out_lock *l, const char *out, const char *cmd) {
     /* The lock follows a symbolic link to the file the saves replace, like the temp files. */
     char target[STRIX_PATH_MAX];
     if (strix_atomic_target_path(out, target, sizeof target) != STRIX_OK)
@@ -200,7 +200,7 @@ int out_lock_take(out_lock *l, const char *out) {
     for (int attempt = 0; attempt < 8; attempt++) {
         int fd = open(l->path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
         if (fd < 0) {
-            fprintf(stderr, "strix train: cannot create the lock file %s: %s\n", l->path,
+            fprintf(stderr, "strix %s: cannot create the lock file %s: %s\n", cmd, l->path,
                     strerror(errno));
             return 2;
         }
@@ -208,11 +208,11 @@ int out_lock_take(out_lock *l, const char *out) {
             int err = errno;
             close(fd);
             if (err == EWOULDBLOCK)
-                fprintf(stderr, "strix train: another strix process is training into %s (it "
-                                "holds %s); choose another --out or wait for it\n", out,
+                fprintf(stderr, "strix %s: another strix process is training into %s (it "
+                                "holds %s); choose another --out or wait for it\n", cmd, out,
                         l->path);
             else
-                fprintf(stderr, "strix train: cannot lock %s: %s\n", l->path,
+                fprintf(stderr, "strix %s: cannot lock %s: %s\n", cmd, l->path,
                         strerror(err));
             return 2;
         }

@@ -54,9 +54,9 @@ typedef struct out_lock {
 
 /* Takes the lock of `out` so that two strix processes never train into the same file, then
  * removes the temp files of `out` that ended processes left (strix_atomic_remove_stale; a note on
- * stderr names how many). Returns 0, or 2 (one line on stderr) when another process holds it or
- * it cannot be made. */
-int out_lock_take(out_lock *l, const char *out);
+ * stderr names how many). Returns 0, or 2 (one line on stderr, "strix <cmd>: ...") when another
+ * process holds it or it cannot be made. */
+int out_lock_take(out_lock *l, const char *out, const char *cmd);
 
 /* Releases a held lock and removes its file; nothing when l->fd < 0. */
 void out_lock_release(out_lock *l);

@@ -338,7 +338,7 @@ static int cmd_rl_train(int argc, char **argv) {
         if (!f.backend && file_backend[0]) f.backend = file_backend;
     }
     out_lock lock = {.fd = -1};
-    if ((rc = out_lock_take(&lock, f.out)) != 0) return rc;
+    if ((rc = out_lock_take(&lock, f.out, "rl train")) != 0) return rc;
     tool_warn_threads(f.threads);
     strix_set_num_threads(f.threads ? f.threads : 1);
     strix_backend *be = NULL;

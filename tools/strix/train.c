@@ -1092,7 +1092,7 @@ static int start_new_from(run *r, train_flags *f, arg_spec *specs, int n,
     }
     int rc = r->root ? out_check(r->out, data, f->force) : 0;
     if (rc == 0 && r->root) rc = check_outputs(r, f, data, -1);
-    if (rc == 0 && r->root) rc = out_lock_take(&r->lock, r->out);
+    if (rc == 0 && r->root) rc = out_lock_take(&r->lock, r->out, "train");
     if (rc) return rc;
 
     rc = load_corpus(r, data, f->data == NULL, NULL, false);
@@ -1299,7 +1299,7 @@ static int start_resumed(run *r, train_flags *f, arg_spec *specs, int n) {
     if (r->root) {
         rc = out_check(r->out, data, true);
         if (rc == 0) rc = check_outputs(r, f, data, r->info.state.step);
-        if (rc == 0) rc = out_lock_take(&r->lock, r->out);
+        if (rc == 0) rc = out_lock_take(&r->lock, r->out, "train");
     }
     r->vocab_fixed = true;
     if (rc == 0) rc = load_corpus(r, data, false, f->resume, f->data != NULL);
