@@ -81,6 +81,7 @@ expect_error "resume on another backend" "was trained on backend cpu" "$STRIX" r
 expect_error "resume with --lr" "cannot change a resumed run" "$STRIX" rl train --resume --out keep.st --lr 0.1
 expect_error "eval without agent" "--agent FILE is required" "$STRIX" rl eval
 expect_error "explain --obs count" "needs 4 comma-separated numbers" "$STRIX" rl explain --agent keep.st --obs 1,2,3
+expect_error "explain --obs huge" "within +-1e6" "$STRIX" rl explain --agent keep.st --obs 0,0,3e38,0
 head -c 1000 keep.st >trunc.st
 expect_error "truncated agent" "trunc.st" "$STRIX" rl eval --agent trunc.st
 printf 'not a file' >junk.st

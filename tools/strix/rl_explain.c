@@ -157,13 +157,14 @@ static int draw_episode(FILE *f, void *c) {
     return episode_svg(f, d->s, d->rel, d->act, d->steps, d->title);
 }
 
-/* Parses "x,y,..." into exactly n floats. */
+/* Parses "x,y,..." into exactly n finite floats within ±1e6 (far beyond any state the
+ * environments reach; larger ones overflow the networks' sums). */
 static int parse_obs(const char *text, int n, float *obs) {
     const char *p = text;
     for (int i = 0; i < n; i++) {
         char *end = NULL;
         obs[i] = strtof(p, &end);
-        if (end == p || !isfinite(obs[i])) return 1;
+        if (end == p || !isfinite(obs[i]) || fabsf(obs[i]) > 1e6f) return 1;
         p = end;
         if (i < n - 1) {
             if (*p != ',') return 1;
@@ -311,8 +312,8 @@ int cmd_rl_explain(int argc, char **argv) {
         if (episode) {
             rc = explain_episode(a, seed, svg);
         } else if (obs_text && parse_obs(obs_text, s->obs_dim, obs) != 0) {
-            fprintf(stderr, "strix rl explain: --obs needs %d comma-separated numbers for %s "
-                            "(got '%s')\n", s->obs_dim, s->gym_id, obs_text);
+            fprintf(stderr, "strix rl explain: --obs needs %d comma-separated numbers within "
+                            "+-1e6 for %s (got '%s')\n", s->obs_dim, s->gym_id, obs_text);
             rc = 2;
         } else {
             if (!obs_text) {
