@@ -243,7 +243,7 @@ static int cmd_rl_train(int argc, char **argv) {
         FLAG("curve", ARG_STRING, &f.curve, 0, 0, 0, "SVG",
              "learning curve (return against steps), written with each save (default none)"),
         FLAG("save-every", ARG_FLOAT, &f.save_every, 0, 1e9, 0, "SEC",
-             "seconds between saves (default 30; 0: only at the end)"),
+             "seconds between saves (default 30; 0: only at the start and the end)"),
         FLAG("eval", ARG_INT, &f.eval_episodes, 0, 100000, 0, "N",
              "greedy evaluation episodes at the end (default 100; 0: none)"),
         FLAG("hidden", ARG_INT, &f.hidden, 1, 4096, 0, "H",
@@ -311,18 +311,16 @@ static int cmd_rl_train(int argc, char **argv) {
             return 2;
         }
         if ((rc = check_out(f.out, f.force)) != 0) return rc;
-        static const char *const off_policy[] = {"batch", "learning-starts", "double-q"};
-        for (size_t i = 0; i < 3; i++)
-            if (args_find(specs, n, off_policy[i])->seen &&
-                (cfg.algo != STRIX_ALGO_DQN && cfg.algo != STRIX_ALGO_SAC)) {
-                fprintf(stderr, "strix rl train: --%s applies to dqn and sac, not %s\n",
-                        off_policy[i], f.algo);
+        /* flags of some algorithms only: refused elsewhere rather than ignored */
+        static const struct { const char *flag, *algos; } only[] = {
+            {"batch", "dqn and sac"}, {"learning-starts", "dqn and sac"}, {"double-q", "dqn"},
+            {"envs", "reinforce, a2c and ppo"}};
+        for (size_t i = 0; i < sizeof only / sizeof *only; i++)
+            if (args_find(specs, n, only[i].flag)->seen && !strstr(only[i].algos, f.algo)) {
+                fprintf(stderr, "strix rl train: --%s applies to %s, not %s\n", only[i].flag,
+                        only[i].algos, f.algo);
                 return 2;
             }
-        if (f.double_q && cfg.algo != STRIX_ALGO_DQN) {
-            fprintf(stderr, "strix rl train: --double-q applies to dqn, not %s\n", f.algo);
-            return 2;
-        }
     }
     if (f.curve && (rc = rl_check_picture("train", "--curve", f.curve, f.out)) != 0) return rc;
     char file_backend[64] = "";
