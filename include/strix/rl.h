@@ -269,7 +269,9 @@ STRIX_API strix_module *strix_agent_policy_net(strix_agent *a);
  * for the greedy action. With discrete actions the explained value is the chosen action's output
  * minus the best other action's (DQN: Q-values; REINFORCE, A2C, PPO: logits; the target's
  * `contrast`, strix/lrp.h), so the baseline both share drops out: "why this action rather than
- * the other"; SAC: the pre-tanh mean of action dimension 0. `composite` NULL: LRP-γ (0.25) on
+ * the other"; SAC: the pre-tanh mean of action dimension 0, oriented along the action (its
+ * absolute value, the relevance negated with it when the mean is negative), so that positive
+ * relevance is for the action taken in every case. `composite` NULL: LRP-γ (0.25) on
  * the hidden Linear layers and LRP-ε (1e-6) on the output layer, the bias in the denominators
  * (Montavon et al. 2019, Sec. 10.2), which stays stable on ReLU networks where a uniform
  * epsilon rule divides by near-zero pre-activations. relevance gets obs_dim floats; *action

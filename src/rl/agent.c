@@ -146,10 +146,13 @@ strix_status strix_agent_config_check(const strix_agent_config *c) {
         BAD(c->buffer_size < 1 || c->buffer_size > ((int64_t)1 << 28),
             "buffer size must be in 1..2^28");
         BAD(c->batch_size < 1 || c->batch_size > 65536, "batch size must be in 1..65536");
-        BAD(c->learning_starts < 0, "learning_starts must be >= 0");
         BAD(c->target_freq < 1, "target_freq must be >= 1");
         BAD(!(c->tau > 0.0f && c->tau <= 1.0f), "tau must be in (0, 1]");
-        BAD(c->learning_starts >= c->total_steps,
+        /* updates come at steps g > learning_starts (0-based, g < total_steps), DQN's only
+         * where g is a multiple of train_freq */
+        int64_t every = c->algo == STRIX_ALGO_DQN && c->train_freq > 0 ? c->train_freq : 1;
+        BAD(c->learning_starts < 0 || c->learning_starts > c->total_steps ||
+                (c->learning_starts / every + 1) * every > c->total_steps - 1,
             "learning_starts (%lld) leaves no update within the run's %lld steps",
             (long long)c->learning_starts, (long long)c->total_steps);
     }
@@ -419,8 +422,10 @@ strix_status strix_agent_explain(strix_agent *a, const float *obs,
     strix_lrp_explanation e = {0};
     if (st == STRIX_OK) st = strix_lrp_explain(net, &x, &t, &e);
     if (st == STRIX_OK) {
-        memcpy(relevance, e.relevance, sizeof(float) * (size_t)od);
-        if (output) *output = (float)e.relevance_out_sum;
+        /* continuous: oriented along the action taken, so positive relevance is "for it" */
+        float sign = n == 0 && e.relevance_out_sum < 0.0 ? -1.0f : 1.0f;
+        for (int i = 0; i < od; i++) relevance[i] = sign * e.relevance[i];
+        if (output) *output = sign * (float)e.relevance_out_sum;
     }
     strix_lrp_explanation_free(&e);
     strix_tensor_free(&x);

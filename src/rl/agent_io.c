@@ -380,6 +380,9 @@ static strix_status to_device(strix_agent *a, const strix_safetensors *f, const 
     bool ok = t->dtype == STRIX_ST_F32 && t->ndim == p->ndim && t->data;
     for (int k = 0; ok && k < p->ndim; k++) ok = t->shape[k] == p->shape[k];
     if (!ok) return strix_error(STRIX_ERR_FORMAT, "tensor %s has the wrong type or shape", name);
+    for (size_t i = 0; i < p->numel; i++)
+        if (!isfinite(t->data[i]))
+            return strix_error(STRIX_ERR_FORMAT, "tensor %s holds a non-finite value", name);
     return strix_copy(a->be, dev, t->data, sizeof(float) * p->numel, STRIX_COPY_H2D);
 }
 
@@ -419,9 +422,13 @@ static strix_status load_run(strix_agent *a, const strix_safetensors *f, int *us
     *used += 4;
     int64_t steps, updates, iterations, E, rsize, rpos;
     uint64_t rng, loss_bits;
-    STRIX_TRY(meta_i64(f, "steps", 0, INT64_MAX, &steps));
+    /* an iteration takes at most one rollout or one batch of whole episodes past the end */
+    const strix_agent_config *c = &a->cfg;
+    int64_t slack = (int64_t)c->n_envs * (c->n_steps > a->spec->max_steps ? c->n_steps
+                                                                          : a->spec->max_steps);
+    STRIX_TRY(meta_i64(f, "steps", 0, c->total_steps + slack, &steps));
     STRIX_TRY(meta_i64(f, "updates", 0, INT64_MAX, &updates));
-    STRIX_TRY(meta_i64(f, "iterations", 0, INT64_MAX, &iterations));
+    STRIX_TRY(meta_i64(f, "iterations", 0, steps, &iterations));
     STRIX_TRY(meta_i64(f, "episodes", 0, steps, &E));
     STRIX_TRY(meta_hex(f, "rng", &rng));
     STRIX_TRY(meta_hex(f, "last_loss", &loss_bits));
@@ -503,7 +510,7 @@ static strix_status load_run(strix_agent *a, const strix_safetensors *f, int *us
 
 strix_status strix_agent_probe(const char *path, char *backend, size_t cap) {
     strix_safetensors *f = NULL;
-    strix_st_read_options lazy = {.lazy = true};
+    strix_st_read_options lazy = {.lazy = true, .no_mmap = true};
     STRIX_TRY(strix_safetensors_read_ex(path, &lazy, &f));
     const char *format = strix_safetensors_meta(f, "format");
     const char *be = strix_safetensors_meta(f, "backend");
@@ -519,8 +526,11 @@ strix_status strix_agent_probe(const char *path, char *backend, size_t cap) {
 
 strix_status strix_agent_load(strix_backend *be, const char *path, strix_agent **out) {
     *out = NULL;
+    /* read into memory, not mapped: a file rewritten in place (cp) while it loads gives a
+     * format error, never a SIGBUS */
     strix_safetensors *f = NULL;
-    STRIX_TRY(strix_safetensors_read(path, &f));
+    strix_st_read_options in_memory = {.no_mmap = true};
+    STRIX_TRY(strix_safetensors_read_ex(path, &in_memory, &f));
     strix_status st = STRIX_OK;
     const char *format = strix_safetensors_meta(f, "format");
     const char *version = strix_safetensors_meta(f, "format_version");

@@ -36,6 +36,11 @@ else
     fail "Ctrl-C: exit $rc, $(cat int.out int.err)"
 fi
 
+# GNU timeout sends SIGTERM to strix and again to its group: one request, saved like one Ctrl-C
+timeout 1 "$STRIX" rl train --env cartpole --algo dqn --steps 10000000 --eval 0 --out to.st >to.out 2>&1
+grep -q "^interrupted at step [1-9][0-9]* of 10000000; saved to.st" to.out \
+    && ok "timeout: $(grep interrupted to.out)" || fail "timeout: $(cat to.out)"
+
 "$STRIX" rl eval --agent a.st --episodes 20 >e.out 2>e.err || fail "eval: $(cat e.err)"
 grep -qE "^ppo on CartPole-v1, 4096 training steps: mean return over 20 episodes [0-9.]+ \+- [0-9.]+$" e.out \
     && ok "eval: $(cat e.out)" || fail "eval output: $(cat e.out)"
@@ -77,6 +82,9 @@ expect_error "plot --svg over notes" "is not a picture strix rl drew" "$STRIX" r
 expect_error "--batch with ppo" "--batch applies to dqn and sac" "$STRIX" rl train --env cartpole --algo ppo --batch 64 --out n.st
 expect_error "a run shorter than a rollout" "longer than the run" "$STRIX" rl train --env cartpole --algo ppo --steps 100 --out n.st
 expect_error "learning starts after the end" "leaves no update" "$STRIX" rl train --env cartpole --algo dqn --steps 1000 --learning-starts 1000 --out n.st
+expect_error "no update before the end" "leaves no update" "$STRIX" rl train --env cartpole --algo dqn --steps 2000 --learning-starts 1995 --out n.st
+expect_error "--out in a missing folder" "cannot write --out" "$STRIX" rl train --env cartpole --algo ppo --out nodir/x.st
+expect_error "explain --seed with --obs" "does nothing with --obs" "$STRIX" rl explain --agent keep.st --obs 0,0,0,0 --seed 3
 expect_error "resume on another backend" "was trained on backend cpu" "$STRIX" rl train --resume --out keep.st --backend cpu-blas
 expect_error "resume with --lr" "cannot change a resumed run" "$STRIX" rl train --resume --out keep.st --lr 0.1
 expect_error "eval without agent" "--agent FILE is required" "$STRIX" rl eval

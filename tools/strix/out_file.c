@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "out_file.h"
@@ -252,9 +253,24 @@ static volatile sig_atomic_t out_saving;
 /* Set by out_stop_signals_at_once: every signal counts as a second one. */
 static volatile sig_atomic_t out_at_once;
 
+/* When the first stop signal came (CLOCK_MONOTONIC; written by the handler only). */
+static struct timespec out_first_at;
+
+/* Whether `sig` repeats the first stop signal within 0.2 s: one request sent twice, as GNU
+ * timeout does (to the child, then to its process group), not a second Ctrl-C. */
+static bool same_request(int sig) {
+    struct timespec now;
+    if (sig != out_stop_signal || clock_gettime(CLOCK_MONOTONIC, &now) != 0) return false;
+    double dt = (double)(now.tv_sec - out_first_at.tv_sec) +
+                1e-9 * (double)(now.tv_nsec - out_first_at.tv_nsec);
+    return dt >= 0.0 && dt < 0.2;
+}
+
 /* The first stop signal, and every one during a save, only sets the flag; a second one outside a
- * save ends the process as the signal's default action would (killed by SIGINT: status 130). */
+ * save ends the process as the signal's default action would (killed by SIGINT: status 130). The
+ * same signal again within 0.2 s of the first counts as the first. */
 static void on_signal(int sig) {
+    if (out_stop_signal && !out_at_once && same_request(sig)) return;
     if ((out_stop_signal || out_at_once) && !out_saving) {
         /* one line (write(2) is async-signal-safe), then the default action; a rank under
          * the --procs launcher is silent: the launcher says what ended the job */
@@ -268,6 +284,7 @@ static void on_signal(int sig) {
         raise(sig); /* blocked in this handler; delivered, and fatal, when it returns */
         return;
     }
+    if (!out_stop_signal) clock_gettime(CLOCK_MONOTONIC, &out_first_at);
     out_stop_signal = sig;
 }
 

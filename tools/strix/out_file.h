@@ -66,7 +66,8 @@ extern volatile sig_atomic_t out_stop_signal;
 
 /* Installs the stop handlers: the first SIGINT/SIGTERM sets out_stop_signal, the run finishes its
  * step, saves and reports; a second one outside a save ends the process at once (killed by the
- * signal, as without a handler); during a save (out_save_begin..out_save_end) every one only sets
+ * signal, as without a handler), except the same signal within 0.2 s of the first (one request
+ * sent to the process and again to its group, as GNU timeout does); during a save (out_save_begin..out_save_end) every one only sets
  * the flag, whichever thread of the process takes it. */
 void out_stop_signals_install(void);
 

@@ -27,6 +27,11 @@
 
 // ---- the learning curve --------------------------------------------------------------------------
 
+const char *rl_env_label(strix_env_kind kind) {
+    return kind == STRIX_ENV_CARTPOLE_CONTINUOUS ? "continuous CartPole"
+                                                 : strix_env_spec_of(kind)->gym_id;
+}
+
 /* A "nice" tick step for a span (1, 2 or 5 times a power of ten, about 5 ticks). */
 static double tick_step(double span) {
     double raw = span / 5.0, p = pow(10.0, floor(log10(raw))), m = raw / p;
@@ -36,13 +41,16 @@ static double tick_step(double span) {
 int rl_curve_svg(FILE *f, const strix_rl_episode *ep, int64_t n, int64_t steps,
                  const char *title) {
     const double W = 720, H = 420, L = 70, R = 20, T = 40, B = 50;
-    double xmax = steps > 0 ? (double)steps : 1.0, ylo = 0.0, yhi = 1.0;
-    for (int64_t i = 0; i < n; i++) {
+    double xmax = steps > 10 ? (double)steps : 10.0, ylo = 0.0, yhi = 1.0;
+    for (int64_t i = 0; i < n; i++) { /* the returns' own range */
         if ((double)ep[i].step > xmax) xmax = (double)ep[i].step;
-        if (i == 0 || ep[i].ret < ylo) ylo = i == 0 ? fmin(0.0, ep[i].ret) : ep[i].ret;
-        if (i == 0 || ep[i].ret > yhi) yhi = i == 0 ? fmax(1.0, ep[i].ret) : ep[i].ret;
+        if (i == 0 || ep[i].ret < ylo) ylo = ep[i].ret;
+        if (i == 0 || ep[i].ret > yhi) yhi = ep[i].ret;
     }
-    if (yhi - ylo < 1e-9) yhi = ylo + 1.0;
+    if (yhi - ylo < 1e-9) {
+        ylo -= 0.5;
+        yhi += 0.5;
+    }
     double xs = tick_step(xmax), ys = tick_step(yhi - ylo);
     xmax = ceil(xmax / xs) * xs;
     ylo = floor(ylo / ys) * ys;
@@ -101,6 +109,10 @@ int rl_curve_svg(FILE *f, const strix_rl_episode *ep, int64_t n, int64_t steps,
 
 /* Writes the agent's learning curve to path atomically. */
 static strix_status write_curve(strix_agent *a, const char *path) {
+    /* checked again at every write: the file may have appeared since the run started */
+    if (access(path, F_OK) == 0 && !tool_file_replaceable(path, RL_OUTPUT_MARKER))
+        return strix_error(STRIX_ERR_IO, "%s exists and is not a picture strix rl drew; "
+                           "refusing to replace it", path);
     char *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
@@ -110,7 +122,7 @@ static strix_status write_curve(strix_agent *a, const char *path) {
     const strix_agent_config *c = strix_agent_config_of(a);
     char title[160];
     snprintf(title, sizeof title, "%s on %s (seed %" PRIu64 "): %" PRId64 " episodes",
-             strix_rl_algo_name(c->algo), strix_env_spec_of(c->env)->gym_id, c->seed, n);
+             strix_rl_algo_name(c->algo), rl_env_label(c->env), c->seed, n);
     int bad = rl_curve_svg(f, ep, n, strix_agent_progress(a).steps, title);
     if (fclose(f) != 0 || bad) {
         free(buf);
@@ -159,7 +171,16 @@ int rl_check_picture(const char *cmd, const char *flag, const char *path, const 
  * agent file unless `replace` (--force). 0 when it may be written. */
 static int check_out(const char *out, bool replace) {
     struct stat sb;
-    if (stat(out, &sb) != 0) return 0;
+    if (stat(out, &sb) != 0) {
+        char dir[STRIX_PATH_MAX];
+        out_parent_of(out, dir, sizeof dir);
+        if (access(dir, W_OK) != 0) {
+            fprintf(stderr, "strix rl train: cannot write --out '%s': %s: %s\n", out, dir,
+                    strerror(errno));
+            return 2;
+        }
+        return 0;
+    }
     if (S_ISDIR(sb.st_mode)) {
         fprintf(stderr, "strix rl train: --out '%s' is a directory; give a file name such as "
                         "agent.safetensors\n", out);
@@ -215,13 +236,33 @@ static void progress(strix_agent *a, double t0, int64_t first, bool tty, bool fi
     fflush(stdout);
 }
 
-static int save_agent(strix_agent *a, const char *out, const char *curve) {
+/* Saves the agent and, when `curve` is set and has not failed yet (*curve_failed), the
+ * learning curve. A failed curve is said once, in one line, and the run goes on (the agent is
+ * what matters; the exit status will say it). Returns 0, or 1 when the agent was not saved. */
+static int save_agent(strix_agent *a, const char *out, const char *curve, bool *curve_failed) {
     out_save_guard g;
     out_save_begin(&g);
     strix_status st = strix_agent_save(a, out);
-    if (st == STRIX_OK && curve) st = write_curve(a, curve);
+    strix_status cst = STRIX_OK;
+    if (st == STRIX_OK && curve && !*curve_failed) cst = write_curve(a, curve);
     out_save_end(&g);
-    return st == STRIX_OK ? 0 : tool_fail(st);
+    if (st != STRIX_OK) return tool_fail(st);
+    if (cst != STRIX_OK) {
+        fprintf(stderr, "strix rl train: the learning curve was not written (the agent is saved "
+                        "in %s): %s\n", out, strix_last_error());
+        *curve_failed = true;
+    }
+    return 0;
+}
+
+/* A stop signal during the final evaluation (the agent is saved by then): one line, then the
+ * signal's default action. */
+static void eval_stopped(int sig) {
+    static const char msg[] = "\nstrix: evaluation stopped; the agent was saved before it\n";
+    ssize_t unused = write(STDERR_FILENO, msg, sizeof msg - 1);
+    (void)unused;
+    signal(sig, SIG_DFL);
+    raise(sig);
 }
 
 static int cmd_rl_train(int argc, char **argv) {
@@ -348,7 +389,9 @@ static int cmd_rl_train(int argc, char **argv) {
         rc = tool_fail(st);
         goto done;
     }
-    if (!f.resume && (rc = save_agent(a, f.out, NULL)) != 0) goto done; /* writable, step 0 */
+    bool curve_failed = false;
+    if (!f.resume && (rc = save_agent(a, f.out, NULL, &curve_failed)) != 0)
+        goto done; /* writable, step 0 */
     out_stop_signals_install();
     bool tty = isatty(STDOUT_FILENO) && !f.quiet;
     int64_t first = strix_agent_progress(a).steps;
@@ -361,7 +404,7 @@ static int cmd_rl_train(int argc, char **argv) {
             last_line = now;
         }
         if (f.save_every > 0 && now - last_save >= f.save_every) {
-            if ((rc = save_agent(a, f.out, f.curve)) != 0) goto done;
+            if ((rc = save_agent(a, f.out, f.curve, &curve_failed)) != 0) goto done;
             last_save = now;
         }
     }
@@ -372,8 +415,11 @@ static int cmd_rl_train(int argc, char **argv) {
         rc = 1;
         goto done;
     }
-    if ((rc = save_agent(a, f.out, f.curve)) != 0) goto done;
+    if ((rc = save_agent(a, f.out, f.curve, &curve_failed)) != 0) goto done;
+    if (curve_failed) rc = 1;
     strix_rl_progress p = strix_agent_progress(a);
+    char mean_text[32] = "n/a, no episode ended";
+    if (!isnan(p.mean_return)) snprintf(mean_text, sizeof mean_text, "%.2f", p.mean_return);
     if (!strix_agent_done(a)) {
         printf("interrupted at step %" PRId64 " of %" PRId64 "; saved %s (continue with: strix "
                "rl train --resume --out %s)\n", p.steps, strix_agent_config_of(a)->total_steps,
@@ -396,9 +442,11 @@ static int cmd_rl_train(int argc, char **argv) {
     else
         printf("return(100) never reached %g\n", threshold);
     if (f.eval_episodes > 0) {
-        /* the agent is saved: a stop signal now ends the evaluation at once */
-        signal(SIGINT, SIG_DFL);
-        signal(SIGTERM, SIG_DFL);
+        /* the agent is saved: a stop signal now ends the evaluation at once, in one line */
+        out_lock_release(&lock);
+        fflush(stdout);
+        signal(SIGINT, eval_stopped);
+        signal(SIGTERM, eval_stopped);
         double mean = 0, sd = 0;
         st = strix_agent_evaluate(a, f.eval_episodes, RL_EVAL_SEED, NULL, &mean, &sd);
         if (st != STRIX_OK) {
@@ -406,12 +454,12 @@ static int cmd_rl_train(int argc, char **argv) {
             goto done;
         }
         printf("done: %" PRId64 " steps, %" PRId64 " episodes (mean return of the last 100: "
-               "%.2f), %.1f s; evaluation over %d episode%s: %.2f +- %.2f; saved %s\n", p.steps,
-               p.episodes, p.mean_return, tool_now() - t0, f.eval_episodes,
+               "%s), %.1f s; evaluation over %d episode%s: %.2f +- %.2f; saved %s\n", p.steps,
+               p.episodes, mean_text, tool_now() - t0, f.eval_episodes,
                f.eval_episodes == 1 ? "" : "s", mean, sd, f.out);
     } else {
         printf("done: %" PRId64 " steps, %" PRId64 " episodes (mean return of the last 100: "
-               "%.2f), %.1f s; saved %s\n", p.steps, p.episodes, p.mean_return, tool_now() - t0,
+               "%s), %.1f s; saved %s\n", p.steps, p.episodes, mean_text, tool_now() - t0,
                f.out);
     }
 done:
@@ -466,7 +514,7 @@ static int cmd_rl_eval(int argc, char **argv) {
             const strix_agent_config *c = strix_agent_config_of(a);
             printf("%s on %s, %" PRId64 " training steps: mean return over %d episode%s "
                    "%.2f +- %.2f\n", strix_rl_algo_name(c->algo),
-                   strix_env_spec_of(c->env)->gym_id, strix_agent_progress(a).steps, episodes,
+                   rl_env_label(c->env), strix_agent_progress(a).steps, episodes,
                    episodes == 1 ? "" : "s", mean, sd);
         }
     }

@@ -199,7 +199,8 @@ static int explain_one(strix_agent *a, const float *obs, const char *svg) {
         printf("action %s rather than the best other: %s difference %.4f; relevance sum %.4f\n",
                at, what, (double)out, sum);
     } else {
-        printf("action %s; its %s %.4f; relevance sum %.4f\n", at, what, (double)out, sum);
+        printf("action %s; its pre-tanh mean, along the action, %.4f; relevance sum %.4f\n",
+               at, (double)out, sum);
     }
     printf("%-22s %10s %11s %7s\n", "feature", "value", "relevance", "share");
     for (int i = 0; i < s->obs_dim; i++) {
@@ -213,7 +214,7 @@ static int explain_one(strix_agent *a, const float *obs, const char *svg) {
     if (svg) {
         char title[160];
         snprintf(title, sizeof title, "%s on %s: why action %s", strix_rl_algo_name(c->algo),
-                 s->gym_id, at);
+                 rl_env_label(c->env), at);
         draw_ctx d = {.s = s, .obs = obs, .rel = rel, .title = title};
         st = write_svg(svg, draw_bars, &d);
         if (st != STRIX_OK) return tool_fail(st);
@@ -263,7 +264,7 @@ static int explain_episode(strix_agent *a, uint64_t seed, const char *svg) {
         if (svg) {
             char title[160];
             snprintf(title, sizeof title, "%s on %s: relevance of each feature over an episode",
-                     strix_rl_algo_name(c->algo), s->gym_id);
+                     strix_rl_algo_name(c->algo), rl_env_label(c->env));
             draw_ctx d = {.s = s, .rel = rel, .act = act, .steps = steps, .title = title};
             strix_status st = write_svg(svg, draw_episode, &d);
             if (st != STRIX_OK) rc = tool_fail(st);
@@ -303,6 +304,11 @@ int cmd_rl_explain(int argc, char **argv) {
         fprintf(stderr, "strix rl explain: --obs and --episode exclude each other\n");
         return 2;
     }
+    if (obs_text && args_find(specs, n, "seed")->seen) {
+        fprintf(stderr, "strix rl explain: --seed picks the episode to start from; it does "
+                        "nothing with --obs\n");
+        return 2;
+    }
     if (svg && agent && (rc = rl_check_picture("explain", "--svg", svg, agent)) != 0) return rc;
     strix_backend *be = NULL;
     strix_agent *a = NULL;
@@ -313,7 +319,8 @@ int cmd_rl_explain(int argc, char **argv) {
             rc = explain_episode(a, seed, svg);
         } else if (obs_text && parse_obs(obs_text, s->obs_dim, obs) != 0) {
             fprintf(stderr, "strix rl explain: --obs needs %d comma-separated numbers within "
-                            "+-1e6 for %s (got '%s')\n", s->obs_dim, s->gym_id, obs_text);
+                            "+-1e6 for %s (got '%s')\n", s->obs_dim,
+                    rl_env_label(strix_agent_config_of(a)->env), obs_text);
             rc = 2;
         } else {
             if (!obs_text) {

@@ -8,6 +8,10 @@
 
 #include "strix/rl.h"
 
+/* The environment's name in messages and pictures: its Gymnasium id, "continuous CartPole" for
+ * the one Gymnasium does not have. */
+const char *rl_env_label(strix_env_kind kind);
+
 /* `strix rl explain` (rl_explain.c). */
 int cmd_rl_explain(int argc, char **argv);
 
