@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "args.h"
+#include "explain/heatmap.h"
 #include "out_file.h"
 #include "rl_tool.h"
 #include "strix/rl.h"
@@ -62,11 +63,7 @@ int rl_curve_svg(FILE *f, const strix_rl_episode *ep, int64_t n, int64_t steps,
                "viewBox=\"0 0 %.0f %.0f\" font-family=\"DejaVu Sans\" font-size=\"12\">\n"
                "<rect width=\"100%%\" height=\"100%%\" fill=\"#fff\"/>\n", W, H, W, H);
     fprintf(f, "<text x=\"%.0f\" y=\"24\" font-size=\"15\">", L);
-    for (const char *c = title; *c; c++) {
-        if (*c == '<') fputs("&lt;", f);
-        else if (*c == '&') fputs("&amp;", f);
-        else fputc(*c, f);
-    }
+    heat_xml_text(f, title);
     fputs("</text>\n<g stroke=\"#ddd\">\n", f);
     for (double x = 0; x <= xmax + xs / 2; x += xs)
         fprintf(f, "<line x1=\"%.1f\" y1=\"%.0f\" x2=\"%.1f\" y2=\"%.0f\"/>\n", PX(x), T, PX(x),

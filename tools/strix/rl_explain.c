@@ -16,20 +16,12 @@
 #include <string.h>
 
 #include "args.h"
+#include "explain/heatmap.h"
 #include "rl_tool.h"
 #include "tool.h"
 
 static const char *const colours[STRIX_ENV_MAX_OBS] = {"#1b9e77", "#d95f02", "#7570b3",
                                                        "#e7298a"};
-
-static void xml(FILE *f, const char *s) {
-    for (; *s; s++) {
-        if (*s == '<') fputs("&lt;", f);
-        else if (*s == '>') fputs("&gt;", f);
-        else if (*s == '&') fputs("&amp;", f);
-        else fputc(*s, f);
-    }
-}
 
 static void action_text(const strix_env_spec *s, const float *action, char *buf, size_t cap) {
     if (s->n_actions > 0)
@@ -51,12 +43,12 @@ static int bars_svg(FILE *f, const strix_env_spec *s, const float *obs, const fl
                "font-family=\"DejaVu Sans\" font-size=\"13\">\n<rect width=\"100%%\" "
                "height=\"100%%\" fill=\"#fff\"/>\n<text x=\"12\" y=\"26\" font-size=\"14\">",
             W, H);
-    xml(f, title);
+    heat_xml_text(f, title);
     fputs("</text>\n", f);
     for (int i = 0; i < n; i++) {
         double y = top + row * i, len = fabs(rel[i]) / m * (half - 10);
         fprintf(f, "<text x=\"12\" y=\"%.0f\">", y + 18);
-        xml(f, s->obs_names[i]);
+        heat_xml_text(f, s->obs_names[i]);
         fprintf(f, " = %.3f</text>\n<rect x=\"%.1f\" y=\"%.0f\" width=\"%.1f\" height=\"22\" "
                    "fill=\"%s\"/>\n<text x=\"%.0f\" y=\"%.0f\" fill=\"#444\" font-size=\"11\">"
                    "%+.4g</text>\n", (double)obs[i], rel[i] >= 0 ? mid : mid - len, y + 4, len,
@@ -89,7 +81,7 @@ static int episode_svg(FILE *f, const strix_env_spec *s, const float *rel, const
                "font-family=\"DejaVu Sans\" font-size=\"12\">\n<rect width=\"100%%\" "
                "height=\"100%%\" fill=\"#fff\"/>\n<text x=\"%.0f\" y=\"24\" font-size=\"14\">",
             W, H, L);
-    xml(f, title);
+    heat_xml_text(f, title);
     fprintf(f, "</text>\n<line x1=\"%.0f\" y1=\"%.1f\" x2=\"%.0f\" y2=\"%.1f\" stroke=\"#aaa\"/>"
                "\n<text x=\"%.0f\" y=\"%.1f\" text-anchor=\"end\" fill=\"#444\">0</text>\n"
                "<text x=\"%.0f\" y=\"%.1f\" text-anchor=\"end\" fill=\"#444\">%.3g</text>\n"
@@ -103,7 +95,7 @@ static int episode_svg(FILE *f, const strix_env_spec *s, const float *rel, const
             fprintf(f, "%.1f,%.1f ", L + xs * t, PY(rel[(size_t)t * (size_t)n + (size_t)j]));
         fprintf(f, "\"/>\n<text x=\"%.0f\" y=\"%.0f\" fill=\"%s\">", W - R + 10, T + 16 + 18 * j,
                 colours[j]);
-        xml(f, s->obs_names[j]);
+        heat_xml_text(f, s->obs_names[j]);
         fputs("</text>\n", f);
     }
     double ay = H - B + 14; /* the actions: a strip of ticks */
