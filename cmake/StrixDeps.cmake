@@ -12,6 +12,24 @@ endif()
 target_include_directories(strix_deps INTERFACE ${CJSON_INCLUDE_DIR})
 target_link_libraries(strix_deps INTERFACE ${CJSON_LIBRARY})
 
+# PCRE2 (the tokenizers' pre-tokenizer regexes, src/text/): Debian libpcre2-dev
+find_path(PCRE2_INCLUDE_DIR pcre2.h)
+find_library(PCRE2_LIBRARY pcre2-8)
+if(NOT PCRE2_INCLUDE_DIR OR NOT PCRE2_LIBRARY)
+  message(FATAL_ERROR "strix: PCRE2 not found. Install it: apt-get install libpcre2-dev")
+endif()
+target_include_directories(strix_deps INTERFACE ${PCRE2_INCLUDE_DIR})
+target_link_libraries(strix_deps INTERFACE ${PCRE2_LIBRARY})
+
+# utf8proc (Unicode normalization of tokenizers, src/text/): Debian libutf8proc-dev
+find_path(UTF8PROC_INCLUDE_DIR utf8proc.h)
+find_library(UTF8PROC_LIBRARY utf8proc)
+if(NOT UTF8PROC_INCLUDE_DIR OR NOT UTF8PROC_LIBRARY)
+  message(FATAL_ERROR "strix: utf8proc not found. Install it: apt-get install libutf8proc-dev")
+endif()
+target_include_directories(strix_deps INTERFACE ${UTF8PROC_INCLUDE_DIR})
+target_link_libraries(strix_deps INTERFACE ${UTF8PROC_LIBRARY})
+
 # OpenBLAS (the cpu-blas backend's GEMM): Debian libopenblas-dev
 if(STRIX_BLAS)
   find_path(OPENBLAS_INCLUDE_DIR cblas.h PATH_SUFFIXES openblas openblas-pthread openblas-openmp)

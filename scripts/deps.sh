@@ -14,8 +14,8 @@
 # Environment: STRIX_SKIP_DEPS=1 skips the whole check (`make test SKIP_DEPS=1`).
 set -u
 
-PACKAGES=(build-essential cmake libopenblas-dev libcjson-dev libcmocka-dev fortunes libopenmpi-dev
-          openmpi-bin)
+PACKAGES=(build-essential cmake libopenblas-dev libcjson-dev libpcre2-dev libutf8proc-dev
+          libcmocka-dev fortunes libopenmpi-dev openmpi-bin)
 
 if [ "${STRIX_SKIP_DEPS:-}" = 1 ]; then
     exit 0
