@@ -4,7 +4,8 @@
  * before scaling), top-k (1 = greedy, > V = off), top-p (tiny = top token, 1 = all, ties to the
  * lower id), NaN / +inf / all -inf logits, -inf entries never chosen, config errors; the draw (one
  * uniform, inverse CDF in rank order) against an independent computation; determinism; 20,000
- * draws against the softmax; and the generator's context rule against full forwards.
+ * draws against the softmax; the generator's context rule against full forwards; min-p and the
+ * repetition penalty with the other rules against transformers' own warpers (sampling_ref.py).
  *
  * Does not test the CLI (tests/cli/sample.sh does).
  */
@@ -575,6 +576,75 @@ static void test_generator_sliding_window(void **state) {
     strix_backend_free(be);
 }
 
+
+// ---- transformers' warpers (tests/golden/sampling/warpers.txt, tools/ref/sampling_ref.py) --------
+
+/* Reads `word` then its count and that many numbers ("-inf" allowed) into v (cap entries). */
+static int read_row(FILE *f, const char *word, double *v, int cap) {
+    char w[32];
+    int n = 0;
+    if (fscanf(f, "%31s %d", w, &n) != 2 || strcmp(w, word) != 0 || n > cap) return -1;
+    for (int i = 0; i < n; i++) {
+        char num[64];
+        if (fscanf(f, "%63s", num) != 1) return -1;
+        v[i] = strcmp(num, "-inf") == 0 ? -INFINITY : strtod(num, NULL);
+    }
+    return n;
+}
+
+/* Every case: repetition penalty, temperature, top-k, top-p and min-p as transformers 4.57 applies
+ * them in generate(); strix's kept set and probabilities must match (1e-6 absolute: transformers
+ * scales in float32, strix in double). */
+static void test_warpers_match_transformers(void **state) {
+    (void)state;
+    FILE *f = fopen("tests/golden/sampling/warpers.txt", "r");
+    assert_non_null(f);
+    int cases = 0;
+    char word[16];
+    while (fscanf(f, "%15s", word) == 1) {
+        assert_string_equal(word, "case");
+        double t, p, mp, pen, hist[64], lg[64], want[64];
+        int k;
+        assert_int_equal(fscanf(f, "%lf %d %lf %lf %lf", &t, &k, &p, &mp, &pen), 5);
+        int nh = read_row(f, "history", hist, 64), V = read_row(f, "logits", lg, 64);
+        assert_int_equal(read_row(f, "probs", want, 64), V);
+        assert_true(nh > 0 && V > 0);
+        float x[64];
+        int32_t h[64];
+        for (int i = 0; i < V; i++) x[i] = (float)lg[i];
+        for (int i = 0; i < nh; i++) h[i] = (int32_t)hist[i];
+        OK(strix_sample_repetition_penalty(x, V, h, (size_t)nh, (float)pen, NULL));
+        strix_sampler_config c = {.temperature = (float)t, .top_k = k, .top_p = (float)p,
+                                  .min_p = (float)mp};
+        double got[64];
+        OK(strix_sample_probs(x, V, &c, NULL, got));
+        for (int i = 0; i < V; i++) {
+            if ((want[i] == 0.0) != (got[i] == 0.0))
+                fail_msg("case %d (T %g k %d p %g min-p %g penalty %g): id %d kept by %s only",
+                         cases, t, k, p, mp, pen, i, want[i] == 0.0 ? "strix" : "transformers");
+            assert_true(fabs(got[i] - want[i]) <= 1e-6);
+        }
+        cases++;
+    }
+    fclose(f);
+    assert_int_equal(cases, 24);
+}
+
+/* The penalty's own rules: each distinct id once, sign-dependent, ids outside V ignored. */
+static void test_repetition_penalty_rules(void **state) {
+    (void)state;
+    float x[4] = {2.0f, -2.0f, 0.0f, 1.0f};
+    const int32_t h[] = {0, 0, 1, 9, -1, 2, 0};
+    OK(strix_sample_repetition_penalty(x, 4, h, 7, 2.0f, NULL));
+    assert_true(x[0] == 1.0f && x[1] == -4.0f && x[2] == 0.0f && x[3] == 1.0f);
+    assert_int_equal(strix_sample_repetition_penalty(x, 4, h, 7, 0.0f, NULL), STRIX_ERR_ARG);
+    assert_int_equal(strix_sample_repetition_penalty(x, 4, h, 7, NAN, NULL), STRIX_ERR_ARG);
+    strix_sampler_config bad = {.temperature = 1.0f, .top_p = 1.0f, .min_p = 1.5f};
+    assert_int_equal(strix_sampler_config_check(&bad), STRIX_ERR_ARG);
+    bad.min_p = -0.1f;
+    assert_int_equal(strix_sampler_config_check(&bad), STRIX_ERR_ARG);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_config_checks),
@@ -590,6 +660,8 @@ int main(void) {
         cmocka_unit_test(test_minus_inf),
         cmocka_unit_test(test_frequencies_match_softmax),
         cmocka_unit_test(test_generator_context_rule),
+        cmocka_unit_test(test_warpers_match_transformers),
+        cmocka_unit_test(test_repetition_penalty_rules),
         cmocka_unit_test(test_generator_sliding_window),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -22,13 +22,16 @@ typedef struct strix_sampler_config {
     float temperature; /* 0 = greedy (argmax, ties to the lower id); > 0 scales; +inf = uniform */
     int top_k;         /* keep the k most probable ids; 0 = off; k > V acts as V */
     float top_p;       /* nucleus mass in (0, 1]; 1 = off */
+    float min_p;       /* keep ids whose probability is >= min_p times the largest; [0, 1], 0 = off
+                        * (Nguyen et al. 2024, "Min P Sampling"; transformers' MinPLogitsWarper) */
 } strix_sampler_config;
 
-/* Plain softmax sampling: temperature 1, top_k 0 (off), top_p 1 (off). */
+/* Plain softmax sampling: temperature 1, top_k 0 (off), top_p 1 (off), min_p 0 (off). */
 STRIX_API strix_sampler_config strix_sampler_config_default(void);
 
 /* Validates a configuration: STRIX_ERR_ARG with a message for a negative or NaN temperature,
- * top_k < 0, or top_p outside (0, 1] (docs/SEMANTICS.md: a negative temperature is an error). */
+ * top_k < 0, top_p outside (0, 1], or min_p outside [0, 1] (docs/SEMANTICS.md: a negative
+ * temperature is an error). */
 STRIX_API strix_status strix_sampler_config_check(const strix_sampler_config *c);
 
 // ---- one token from one row of logits ----------------------------------------------------------
@@ -45,7 +48,9 @@ STRIX_API size_t strix_sample_scratch_size(int V);
  *   5. otherwise w_i = exp((x_i - max) / temperature) in double (the max is subtracted before
  *      scaling, so a tiny temperature cannot overflow), ids ranked by w descending, ties to the
  *      lower id; top-k keeps the first k ranks; top-p then keeps the shortest prefix of the
- *      remaining ranks whose renormalised mass reaches top_p (at least one id); renormalise.
+ *      remaining ranks whose renormalised mass reaches top_p (at least one id); min-p then keeps
+ *      the ranks with w >= min_p·w_first (at least one id); renormalise. This is transformers'
+ *      order of warpers (temperature, top-k, top-p, min-p).
  * `scratch`: NULL (allocated and freed inside the call) or strix_sample_scratch_size(V) bytes.
  * STRIX_ERR_ARG for V < 1 or a bad config (strix_sampler_config_check); STRIX_ERR_ALLOC. */
 STRIX_API strix_status strix_sample_probs(const float *logits, int V, const strix_sampler_config *c,
@@ -61,6 +66,16 @@ STRIX_API strix_status strix_sample_probs(const float *logits, int V, const stri
 STRIX_API strix_status strix_sample_logits(const float *logits, int V,
                                            const strix_sampler_config *c, strix_rng *rng,
                                            void *scratch, int32_t *token);
+
+/* transformers' RepetitionPenaltyLogitsProcessor (Keskar et al. 2019, CTRL, eq. 1 as HF applies
+ * it): every distinct id in history[0..n) has its logit divided by `penalty` when positive and
+ * multiplied by it otherwise, once however often it occurs; logits are changed in place, ids
+ * outside [0, V) are ignored. penalty 1 changes nothing. `seen`: V bytes of scratch or NULL
+ * (allocated inside). STRIX_ERR_ARG for V < 1 or a penalty that is not finite and > 0;
+ * STRIX_ERR_ALLOC. Apply it before strix_sample_logits(), as transformers does. */
+STRIX_API strix_status strix_sample_repetition_penalty(float *logits, int V, const int32_t *history,
+                                                       size_t n, float penalty,
+                                                       unsigned char *seen);
 
 // ---- generation with the GPT's KV cache (batch 1) ----------------------------------------------
 

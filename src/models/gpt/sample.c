@@ -17,7 +17,7 @@
 // ---- configuration -----------------------------------------------------------------------------
 
 strix_sampler_config strix_sampler_config_default(void) {
-    return (strix_sampler_config){.temperature = 1.0f, .top_k = 0, .top_p = 1.0f};
+    return (strix_sampler_config){.temperature = 1.0f, .top_k = 0, .top_p = 1.0f, .min_p = 0.0f};
 }
 
 strix_status strix_sampler_config_check(const strix_sampler_config *c) {
@@ -29,6 +29,32 @@ strix_status strix_sampler_config_check(const strix_sampler_config *c) {
     if (c->top_k < 0) return strix_error(STRIX_ERR_ARG, "top-k %d is negative", c->top_k);
     if (!(c->top_p > 0.0f && c->top_p <= 1.0f))
         return strix_error(STRIX_ERR_ARG, "top-p %g is outside (0, 1]", (double)c->top_p);
+    if (!(c->min_p >= 0.0f && c->min_p <= 1.0f))
+        return strix_error(STRIX_ERR_ARG, "min-p %g is outside [0, 1]", (double)c->min_p);
+    return STRIX_OK;
+}
+
+strix_status strix_sample_repetition_penalty(float *logits, int V, const int32_t *history,
+                                             size_t n, float penalty, unsigned char *seen) {
+    if (V < 1) return strix_error(STRIX_ERR_ARG, "repetition penalty: vocabulary of %d", V);
+    if (!(isfinite(penalty) && penalty > 0.0f))
+        return strix_error(STRIX_ERR_ARG, "repetition penalty %g must be finite and > 0",
+                           (double)penalty);
+    if (penalty == 1.0f || n == 0) return STRIX_OK;
+    unsigned char *owned = NULL;
+    if (!seen) {
+        seen = owned = malloc((size_t)V);
+        if (!owned)
+            return strix_error(STRIX_ERR_ALLOC, "repetition penalty: out of memory (%d ids)", V);
+    }
+    memset(seen, 0, (size_t)V);
+    for (size_t i = 0; i < n; i++) {
+        int32_t id = history[i];
+        if (id < 0 || id >= V || seen[id]) continue;
+        seen[id] = 1;
+        logits[id] = logits[id] > 0.0f ? logits[id] / penalty : logits[id] * penalty;
+    }
+    free(owned);
     return STRIX_OK;
 }
 
@@ -99,6 +125,13 @@ static void sample_rank(const float *logits, int V, const strix_sampler_config *
                 break;
             }
         }
+        k = cut;
+        s = 0.0;
+        for (int i = 0; i < k; i++) s += r[i].value;
+    }
+    if (c->min_p > 0.0f) { /* r[0].value = exp(0) = 1: the threshold is min_p itself */
+        int cut = 1;
+        while (cut < k && r[cut].value >= (double)c->min_p * r[0].value) cut++;
         k = cut;
         s = 0.0;
         for (int i = 0; i < k; i++) s += r[i].value;
