@@ -1,8 +1,14 @@
 /*
  * render.c - the views of an explained prediction (render.h): terminal, plain text, SVG, HTML
- * and JSON.
+ * and JSON, of cells that are characters, tokens or words, and the grouping of bytes into
+ * characters and of tokens into words.
  *
- * Does not compute anything but colours and layout, and does not open files.
+ * Every view walks a cell character by character (char_len, char_form), so the character model's
+ * one-character cells and a tokenizer's tokens of any length share one set of helpers; a cell of
+ * one character is shown exactly as before tokens existed.
+ *
+ * Does not compute anything but colours, layout and the sums of grouped cells, and does not open
+ * files.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -17,7 +23,46 @@
 
 #include "explain/heatmap.h"
 
-// ---- glyphs and escaping -----------------------------------------------------------------------
+/* Characters of a cell (or of the predicted, explained, contrast token) shown in tables, titles
+ * and descriptions, and in tooltips; longer ones end in "…". */
+#define TABLE_CHARS 24
+#define TIP_CHARS 64
+/* Bytes that hold the form of `chars` characters, "…" and the NUL (a character's form takes at
+ * most 4 bytes: "\xNN", a UTF-8 sequence, ⏎). */
+#define FORM_CAP(chars) (4 * (chars) + 4)
+/* Bytes of the "explained: logit of 'x' minus logit of 'y' = ..." line. */
+#define DESC_CAP (2 * FORM_CAP(TABLE_CHARS) + 96)
+
+/* How one character is written: FORM_TEXT with the escapes used between single quotes in text,
+ * FORM_PICTURE with the glyphs of pictures (⏎, ⇥), FORM_RAW as JSON's "char": ASCII (but NUL)
+ * as itself, escaped by cJSON, any other lone byte as "\xNN" text. A valid multi-byte UTF-8
+ * character is itself in every form. */
+typedef enum { FORM_TEXT, FORM_PICTURE, FORM_RAW } form;
+
+// ---- characters and escaping -------------------------------------------------------------------
+
+/* Length of the valid UTF-8 sequence at s[0..n) (1..4), or 0 if it is not one (overlong forms,
+ * surrogates and code points past U+10FFFF are invalid, RFC 3629). */
+static int utf8_seq(const unsigned char *s, int n) {
+    unsigned char c = s[0];
+    if (c >= 0x01 && c < 0x80) return 1;
+    int len = c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4
+                                                                                          : 0;
+    if (!len || len > n) return 0;
+    for (int k = 1; k < len; k++)
+        if ((s[k] & 0xc0) != 0x80) return 0;
+    if (c == 0xe0 && s[1] < 0xa0) return 0;  // overlong
+    if (c == 0xed && s[1] >= 0xa0) return 0; // surrogates
+    if (c == 0xf0 && s[1] < 0x90) return 0;  // overlong
+    if (c == 0xf4 && s[1] >= 0x90) return 0; // past U+10FFFF
+    return len;
+}
+
+/* Bytes of the character at s[0..n), n >= 1: a valid UTF-8 sequence, or one byte on its own. */
+static int char_len(const unsigned char *s, int n) {
+    int len = utf8_seq(s, n);
+    return len ? len : 1;
+}
 
 int render_glyph(unsigned char c, bool pictures, char *buf) {
     if (pictures) {
@@ -38,11 +83,55 @@ int render_glyph(unsigned char c, bool pictures, char *buf) {
     }
 }
 
+/* The form f of the character s[0..len) (char_len) into buf (>= 8 bytes). Returns the length. */
+static int char_form(const unsigned char *s, int len, form f, char *buf) {
+    if (len > 1) {
+        memcpy(buf, s, (size_t)len);
+        buf[len] = '\0';
+        return len;
+    }
+    if (f == FORM_RAW)
+        return s[0] > 0 && s[0] < 0x80 ? snprintf(buf, 8, "%c", s[0])
+                                       : snprintf(buf, 8, "\\x%02x", s[0]);
+    return render_glyph(s[0], f == FORM_PICTURE, buf);
+}
+
+/* The form f of the characters of s[0..n) into buf (cap >= 4): at most max of them (max <= 0:
+ * all) and those that fit with room for "…", then "…" if any is left out. Returns the length. */
+static int text_form(const unsigned char *s, int n, form f, int max, char *buf, size_t cap) {
+    if (cap < 4) {
+        if (cap) buf[0] = '\0';
+        return 0;
+    }
+    size_t k = 0;
+    for (int j = 0, shown = 0, len; j < n; j += len, shown++) {
+        char g[8];
+        len = char_len(s + j, n - j);
+        size_t gl = (size_t)char_form(s + j, len, f, g);
+        size_t room = cap - 1 - (j + len < n ? 3 : 0); // a character before the last keeps room
+        if ((max > 0 && shown == max) || k + gl > room) {
+            memcpy(buf + k, "\u2026", 3);
+            k += 3;
+            break;
+        }
+        memcpy(buf + k, g, gl);
+        k += gl;
+    }
+    buf[k] = '\0';
+    return (int)k;
+}
+
+int render_text(const unsigned char *s, int n, bool pictures, int max, char *buf, size_t cap) {
+    return text_form(s, n, pictures ? FORM_PICTURE : FORM_TEXT, max, buf, cap);
+}
+
 /* Columns the picture glyph of c takes in a monospace line. */
 static int glyph_cols(unsigned char c) {
     return (c >= 0x20 && c < 0x7f) || c == '\n' || c == '\t' ? 1 : 3;
 }
 
+/* Columns of the picture form of the character s[0..len) (a multi-byte character: one). */
+static int char_cols(const unsigned char *s, int len) { return len > 1 ? 1 : glyph_cols(s[0]); }
 
 /* s (UTF-8) with &, < and > escaped, for XML/HTML text content; attr: also " and ', for an
  * attribute value. (ImageMagick's SVG renderer shows &quot; in text literally.) */
@@ -61,31 +150,22 @@ static void xml_put(FILE *f, const char *s, bool attr) {
 
 static void xml_escape(FILE *f, const char *s) { xml_put(f, s, false); }
 
-/* The picture glyph of c, escaped for text content. */
-static void xml_glyph(FILE *f, unsigned char c) {
-    char g[8];
-    render_glyph(c, true, g);
-    xml_escape(f, g);
+/* The picture forms of the characters of s[0..n) to f, all of them, XML-escaped when xml. */
+static void put_pictures(FILE *f, const unsigned char *s, int n, bool xml) {
+    for (int j = 0, len; j < n; j += len) {
+        char g[8];
+        len = char_len(s + j, n - j);
+        char_form(s + j, len, FORM_PICTURE, g);
+        if (xml) xml_escape(f, g);
+        else fputs(g, f);
+    }
 }
 
-/* The first byte of the i-th explained character, its byte position and its length in bytes. */
-static unsigned char at(const render_explanation *e, int i) { return e->text[e->start[i]]; }
-static int pos_of(const render_explanation *e, int i) { return e->start[i]; }
-static int len_of(const render_explanation *e, int i) { return e->start[i + 1] - e->start[i]; }
-
-/* The glyph of character i into buf (>= 8 bytes): a multi-byte UTF-8 character as itself, a
- * single byte as render_glyph(pictures) shows it. Returns the length. */
-static int cell_glyph(const render_explanation *e, int i, bool pictures, char *buf) {
-    int len = len_of(e, i);
-    if (len == 1) return render_glyph(at(e, i), pictures, buf);
-    memcpy(buf, e->text + e->start[i], (size_t)len);
-    buf[len] = '\0';
-    return len;
-}
-
-/* Columns of character i's picture glyph (a multi-byte character: one). */
-static int cell_cols(const render_explanation *e, int i) {
-    return len_of(e, i) > 1 ? 1 : glyph_cols(at(e, i));
+/* The picture glyph of the character s[0..len) for an SVG text of its own: the character itself,
+ * ' and " as the XML entities &apos; and &quot; (a text of only that quote). */
+static void svg_glyph(FILE *f, const unsigned char *s, int len) {
+    if (len == 1 && (s[0] == '\'' || s[0] == '"')) fputs(s[0] == '\'' ? "&apos;" : "&quot;", f);
+    else put_pictures(f, s, len, true);
 }
 
 /* Columns a UTF-8 string takes (one per character; wide characters are not told apart). */
@@ -101,11 +181,74 @@ static void put_padded(FILE *out, const char *s, int width) {
     for (int k = text_cols(s); k < width; k++) fputc(' ', out);
 }
 
-/* The picture glyph of c for an SVG cell: the character itself, ' and " as the XML entities
- * &apos; and &quot; (a cell's text of only that quote). */
-static void svg_glyph(FILE *f, unsigned char c) {
-    if (c == '\'' || c == '"') fputs(c == '\'' ? "&apos;" : "&quot;", f);
-    else xml_glyph(f, c);
+// ---- cells and outputs -------------------------------------------------------------------------
+
+/* Cell i's bytes, first byte, byte position, length in bytes and last byte. */
+static const unsigned char *cell(const render_explanation *e, int i) {
+    return e->text + e->start[i];
+}
+static unsigned char at(const render_explanation *e, int i) { return e->text[e->start[i]]; }
+static int pos_of(const render_explanation *e, int i) { return e->start[i]; }
+static int len_of(const render_explanation *e, int i) { return e->start[i + 1] - e->start[i]; }
+static unsigned char last_of(const render_explanation *e, int i) {
+    return e->text[e->start[i + 1] - 1];
+}
+
+/* The form f of cell i, at most max characters (text_form), into buf (cap bytes). */
+static int cell_text(const render_explanation *e, int i, form f, int max, char *buf, size_t cap) {
+    return text_form(cell(e, i), len_of(e, i), f, max, buf, cap);
+}
+
+/* What a cell is ("character", "token", "word"), what the model predicts ("character" for the
+ * character model, "token" otherwise) and the heading of the tables' cell column. */
+static const char *unit_of(const render_explanation *e) { return e->unit ? e->unit : "character"; }
+static bool char_unit(const render_explanation *e) {
+    return strcmp(unit_of(e), "character") == 0;
+}
+static const char *output_of(const render_explanation *e) {
+    return char_unit(e) ? "character" : "token";
+}
+static const char *unit_head(const render_explanation *e) {
+    return char_unit(e) ? "char" : unit_of(e);
+}
+/* What the cropped prompt's n_bytes count: the character model's bytes are its characters. */
+static const char *crop_unit(const render_explanation *e) {
+    return char_unit(e) ? "characters" : "bytes";
+}
+
+/* Whether an output is explained against a contrast. */
+static bool has_contrast(const render_explanation *e) {
+    return e->contrast_text || e->contrast >= 0;
+}
+
+/* The predicted (0), explained (1) or contrast (2) output's text, NULL when only its byte is. */
+static const char *output_text(const render_explanation *e, int which) {
+    return which == 0 ? e->predicted_text : which == 1 ? e->target_text : e->contrast_text;
+}
+static unsigned char output_byte(const render_explanation *e, int which) {
+    return which == 0 ? e->predicted : which == 1 ? e->target : (unsigned char)e->contrast;
+}
+
+/* The visible form of output `which` (output_text) into buf (FORM_CAP(TABLE_CHARS) bytes): its
+ * text's characters when set, else its byte's glyph. */
+static void output_form(const render_explanation *e, int which, bool pictures, char *buf) {
+    const char *t = output_text(e, which);
+    if (t)
+        text_form((const unsigned char *)t, (int)strlen(t), pictures ? FORM_PICTURE : FORM_TEXT,
+                  TABLE_CHARS, buf, FORM_CAP(TABLE_CHARS));
+    else render_glyph(output_byte(e, which), pictures, buf);
+}
+
+/* " (space)" and the like after a quoted whitespace glyph, "" for other bytes. */
+static const char *glyph_name(unsigned char c) {
+    return c == ' ' ? " (space)" : c == '\n' ? " (newline)" : c == '\t' ? " (tab)" : "";
+}
+
+/* glyph_name of the predicted output: of its byte, or of its text when that is one byte. */
+static const char *predicted_name(const render_explanation *e) {
+    const char *t = e->predicted_text;
+    if (!t) return glyph_name(e->predicted);
+    return t[0] && !t[1] ? glyph_name((unsigned char)t[0]) : "";
 }
 
 float render_max_abs(const float *r, int n) {
@@ -115,17 +258,12 @@ float render_max_abs(const float *r, int n) {
     return m;
 }
 
-/* " (space)" and the like after a quoted whitespace glyph, "" for other bytes. */
-static const char *glyph_name(unsigned char c) {
-    return c == ' ' ? " (space)" : c == '\n' ? " (newline)" : c == '\t' ? " (tab)" : "";
-}
-
 /* "'e' (p = 0.4123)"-style descriptions of what was explained, into buf (pictures glyphs). */
 static void describe_target(const render_explanation *e, bool pictures, char *buf, size_t cap) {
-    char t[8], c[8];
-    render_glyph(e->target, pictures, t);
-    if (e->contrast >= 0) {
-        render_glyph((unsigned char)e->contrast, pictures, c);
+    char t[FORM_CAP(TABLE_CHARS)], c[FORM_CAP(TABLE_CHARS)];
+    output_form(e, 1, pictures, t);
+    if (has_contrast(e)) {
+        output_form(e, 2, pictures, c);
         snprintf(buf, cap, "logit of '%s' minus logit of '%s' = %.4f (%.4f - %.4f)", t, c,
                  (double)e->target_logit - (double)e->contrast_logit, (double)e->target_logit,
                  (double)e->contrast_logit);
@@ -143,7 +281,7 @@ static void describe_method(const render_explanation *e, char *buf, size_t cap) 
     else snprintf(buf, cap, "method %s", e->method ? e->method : "?");
 }
 
-/* Σ of the characters' relevance, in double, ascending. */
+/* Σ of the cells' relevance, in double, ascending. */
 static double sum_chars(const render_explanation *e) {
     double s = 0.0;
     for (int i = 0; i < e->n; i++) s += e->relevance[i];
@@ -152,17 +290,34 @@ static double sum_chars(const render_explanation *e) {
 
 // ---- terminal ----------------------------------------------------------------------------------
 
+/* Columns of the tables' cell column: the widest quoted cell (cut after TABLE_CHARS characters),
+ * at least the 6 of "'\xNN'" (the character model's tables). */
+static int table_width(const render_explanation *e) {
+    int width = 6;
+    for (int i = 0; i < e->n; i++) {
+        char g[FORM_CAP(TABLE_CHARS)];
+        cell_text(e, i, FORM_TEXT, TABLE_CHARS, g, sizeof g);
+        if (text_cols(g) + 2 > width) width = text_cols(g) + 2;
+    }
+    return width;
+}
+
+/* A table row's position and quoted cell i, padded to width columns. */
+static void table_cell(FILE *out, const render_explanation *e, int i, int width) {
+    char g[FORM_CAP(TABLE_CHARS)], q[FORM_CAP(TABLE_CHARS) + 2];
+    cell_text(e, i, FORM_TEXT, TABLE_CHARS, g, sizeof g);
+    snprintf(q, sizeof q, "'%s'", g);
+    fprintf(out, "  %5d  ", pos_of(e, i));
+    put_padded(out, q, width);
+}
+
 void render_prompt(FILE *out, const render_explanation *e, bool color) {
     float maxabs = render_max_abs(e->relevance, e->n);
-    char g[8];
     if (!color) {
-        fprintf(out, "  %5s  %-6s  %12s\n", "pos", "char", "relevance");
+        int width = table_width(e);
+        fprintf(out, "  %5s  %-*s  %12s\n", "pos", width, unit_head(e), "relevance");
         for (int i = 0; i < e->n; i++) {
-            char q[12];
-            cell_glyph(e, i, false, g);
-            snprintf(q, sizeof q, "'%s'", g);
-            fprintf(out, "  %5d  ", pos_of(e, i));
-            put_padded(out, q, 6);
+            table_cell(out, e, i, width);
             fprintf(out, "  %+12.6f\n", (double)e->relevance[i]);
         }
         return;
@@ -171,10 +326,10 @@ void render_prompt(FILE *out, const render_explanation *e, bool color) {
         unsigned char rgb[3];
         heat_rgb(e->relevance[i], maxabs, rgb);
         int fg = heat_dark(rgb) ? 255 : 0;
-        cell_glyph(e, i, true, g);
-        fprintf(out, "\x1b[48;2;%d;%d;%dm\x1b[38;2;%d;%d;%dm%s\x1b[0m", rgb[0], rgb[1], rgb[2], fg,
-                fg, fg, g);
-        if (at(e, i) == '\n') fputc('\n', out);
+        fprintf(out, "\x1b[48;2;%d;%d;%dm\x1b[38;2;%d;%d;%dm", rgb[0], rgb[1], rgb[2], fg, fg, fg);
+        put_pictures(out, cell(e, i), len_of(e, i), false);
+        fputs("\x1b[0m", out);
+        if (last_of(e, i) == '\n') fputc('\n', out);
     }
     fputc('\n', out);
 }
@@ -182,8 +337,8 @@ void render_prompt(FILE *out, const render_explanation *e, bool color) {
 void render_sums(const render_explanation *e, char *buf, size_t cap) {
     int k = snprintf(buf, cap, "relevance sums: output %.6f, input %.6f", e->sum_out, e->sum_in);
     if (k > 0 && (size_t)k < cap && e->relevance_position)
-        k += snprintf(buf + k, cap - (size_t)k, " (characters %.6f, positions %.6f)", sum_chars(e),
-                      e->sum_in - sum_chars(e));
+        k += snprintf(buf + k, cap - (size_t)k, " (%ss %.6f, positions %.6f)", unit_of(e),
+                      sum_chars(e), e->sum_in - sum_chars(e));
     if (k > 0 && (size_t)k < cap && !isnan(e->softmax_gap))
         k += snprintf(buf + k, cap - (size_t)k, ", softmax rule gap %.6f", e->softmax_gap);
     if (k > 0 && (size_t)k < cap && !isnan(e->baseline_output))
@@ -211,15 +366,12 @@ void render_top(FILE *out, const render_explanation *e, int top) {
     double total = 0.0;
     for (int i = 0; i < e->n; i++)
         if (isfinite(e->relevance[i])) total += fabs((double)e->relevance[i]);
-    fprintf(out, "  %5s  %-6s  %12s  %7s\n", "pos", "char", "relevance", "share");
+    int width = table_width(e);
+    fprintf(out, "  %5s  %-*s  %12s  %7s\n", "pos", width, unit_head(e), "relevance", "share");
     for (int k = 0; k < top; k++) {
         int i = idx[k];
-        char g[8], q[12];
-        cell_glyph(e, i, false, g);
-        snprintf(q, sizeof q, "'%s'", g);
         double share = total > 0.0 ? 100.0 * fabs((double)e->relevance[i]) / total : 0.0;
-        fprintf(out, "  %5d  ", pos_of(e, i));
-        put_padded(out, q, 6);
+        table_cell(out, e, i, width);
         fprintf(out, "  %+12.6f  %6.1f%%\n", (double)e->relevance[i], share);
     }
     free(idx);
@@ -227,19 +379,63 @@ void render_top(FILE *out, const render_explanation *e, int top) {
 
 // ---- SVG ---------------------------------------------------------------------------------------
 
-int render_svg(FILE *out, const render_explanation *e, int cols) {
-    if (cols < 8) cols = 8;
-    const double cw = 11.0, ch = 26.0, pad = 16.0, top = 70.0;
-    // layout: the column and line of every character
-    int *col = malloc(sizeof(int) * (size_t)e->n), *line = malloc(sizeof(int) * (size_t)e->n);
-    if (!col || !line) {
-        free(col);
-        free(line);
-        return -1;
+/* Monospace cells of the SVG: a column's width and a line's height, in pixels. */
+static const double svg_cw = 11.0, svg_ch = 26.0;
+
+/* Columns cell i takes in a picture whose lines hold `cols` (>= 2) columns, and in *shown the
+ * bytes of it drawn: all of them when they fit, else those that fit in cols - 1 columns, "…"
+ * taking the last. */
+static int svg_fit(const render_explanation *e, int i, int cols, int *shown) {
+    const unsigned char *s = cell(e, i);
+    int n = len_of(e, i), c = 0, j = 0;
+    for (int len; j < n; j += len) {
+        len = char_len(s + j, n - j);
+        c += char_cols(s + j, len);
     }
-    int c = 0, l = 0, max_c = 0;
+    *shown = n;
+    if (c <= cols) return c;
+    for (j = 0, c = 0; j < n;) {
+        int len = char_len(s + j, n - j), w = char_cols(s + j, len);
+        if (c + w > cols - 1) break;
+        c += w;
+        j += len;
+    }
+    *shown = j;
+    return c + 1;
+}
+
+/* An SVG <text> opened centred at x on baseline y; small: 4 glyphs of \xNN in 3 columns. */
+static void svg_text_open(FILE *out, double x, double y, const char *fill, bool small) {
+    fprintf(out, "<text x=\"%.1f\" y=\"%.1f\" fill=\"%s\"%s>", x, y, fill,
+            small ? " font-size=\"12\"" : "");
+}
+
+/* The glyphs of cell i's first `shown` bytes (and "…" when cut) in an SVG, its left edge at x,
+ * the baseline at y: one <text> per character but spaces, centred on its columns. */
+static void svg_cell_glyphs(FILE *out, const render_explanation *e, int i, int shown, double x,
+                            double y, const char *fill) {
+    const unsigned char *s = cell(e, i);
+    int n = len_of(e, i);
+    for (int j = 0, len, w; j < shown; j += len, x += w * svg_cw) {
+        len = char_len(s + j, n - j);
+        w = char_cols(s + j, len);
+        if (len == 1 && s[j] == ' ') continue;
+        svg_text_open(out, x + w * svg_cw / 2, y, fill, w > 1);
+        svg_glyph(out, s + j, len);
+        fputs("</text>", out);
+    }
+    if (shown < n) {
+        svg_text_open(out, x + svg_cw / 2, y, fill, false);
+        fputs("\u2026</text>", out); // the cell was cut
+    }
+}
+
+/* Lays the cells out: col[i], line[i] of cell i, lines of `cols` columns; returns the widest
+ * line's columns and sets *lines. */
+static int svg_layout(const render_explanation *e, int cols, int *col, int *line, int *lines) {
+    int c = 0, l = 0, max_c = 0, shown;
     for (int i = 0; i < e->n; i++) {
-        int w = cell_cols(e, i);
+        int w = svg_fit(e, i, cols, &shown);
         if (c > 0 && c + w > cols) {
             c = 0;
             l++;
@@ -248,36 +444,27 @@ int render_svg(FILE *out, const render_explanation *e, int cols) {
         line[i] = l;
         c += w;
         if (c > max_c) max_c = c;
-        if (len_of(e, i) == 1 && at(e, i) == '\n' && i + 1 < e->n) {
+        if (last_of(e, i) == '\n' && i + 1 < e->n) {
             c = 0;
             l++;
         }
     }
-    char sums[200];
-    render_sums(e, sums, sizeof sums);
-    double width = 2 * pad + max_c * cw, body_h = (l + 1) * ch;
-    double text_w = 2 * pad + 6.4 * (double)strlen(sums); // DejaVu Sans 11 px: ~6.4 px a glyph
-    if (width < text_w) width = text_w;
-    if (width < 560) width = 560;
-    double height = top + body_h + 90;
-    float maxabs = render_max_abs(e->relevance, e->n);
-    char pg[8], desc[96];
-    render_glyph(e->predicted, true, pg);
-    describe_target(e, true, desc, sizeof desc);
+    *lines = l + 1;
+    return max_c;
+}
 
-    // presentation attributes rather than CSS: every renderer (browsers, librsvg, ImageMagick)
-    // reads them (heatmap.h)
-    fprintf(out, HEAT_SVG_OPEN "<g font-family=\"" HEAT_SANS "\" fill=\"#222\">\n", width, height,
-            width, height);
+/* The SVG's three title lines (sans-serif group), at the left margin pad. */
+static void svg_titles(FILE *out, const render_explanation *e, double pad) {
+    char pg[FORM_CAP(TABLE_CHARS)], desc[DESC_CAP], how[64];
+    output_form(e, 0, true, pg);
+    describe_target(e, true, desc, sizeof desc);
+    describe_method(e, how, sizeof how);
     fprintf(out, "<text x=\"%.0f\" y=\"26\" font-size=\"17\" font-weight=\"bold\">"
-                 "Next character: '", pad);
+                 "Next %s: '", pad, output_of(e));
     xml_escape(out, pg);
-    fprintf(out, "'%s, p = %.4f</text>\n", glyph_name(e->predicted),
-            (double)e->predicted_prob);
+    fprintf(out, "'%s, p = %.4f</text>\n", predicted_name(e), (double)e->predicted_prob);
     fprintf(out, "<text x=\"%.0f\" y=\"46\" font-size=\"11\">explained: ", pad);
     xml_escape(out, desc);
-    char how[64];
-    describe_method(e, how, sizeof how);
     fprintf(out, ", %s</text>\n", how);
     fprintf(out, "<text x=\"%.0f\" y=\"60\" font-size=\"11\">", pad);
     if (e->model) {
@@ -285,33 +472,58 @@ int render_svg(FILE *out, const render_explanation *e, int cols) {
         heat_xml_text(out, e->model);
         fputs(e->offset > 0 ? ", " : "", out);
     }
-    if (e->offset > 0) fprintf(out, "the last %d characters of the prompt", e->n_bytes);
+    if (e->offset > 0)
+        fprintf(out, "the last %d %s of the prompt", e->n_bytes, crop_unit(e));
     fputs("</text>\n", out);
+}
+
+/* Cell i of the SVG: its title (position, text, relevance), rectangle and glyphs. */
+static void svg_cell(FILE *out, const render_explanation *e, int i, int cols, double x, double y,
+                     float maxabs) {
+    unsigned char rgb[3];
+    heat_rgb(e->relevance[i], maxabs, rgb);
+    int shown, w = svg_fit(e, i, cols, &shown);
+    char g[FORM_CAP(TIP_CHARS)];
+    cell_text(e, i, FORM_TEXT, TIP_CHARS, g, sizeof g);
+    fprintf(out, "<g><title>position %d '", pos_of(e, i));
+    xml_escape(out, g);
+    fprintf(out, "': %+.6f</title>", (double)e->relevance[i]);
+    fprintf(out, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
+                 "fill=\"rgb(%d,%d,%d)\"/>",
+            x, y, w * svg_cw, svg_ch - 2, rgb[0], rgb[1], rgb[2]);
+    svg_cell_glyphs(out, e, i, shown, x, y + svg_ch - 8, heat_dark(rgb) ? "#fff" : "#000");
+    fputs("</g>\n", out);
+}
+
+int render_svg(FILE *out, const render_explanation *e, int cols) {
+    if (cols < 8) cols = 8;
+    const double pad = 16.0, top = 70.0;
+    // layout: the column and line of every cell
+    int *col = malloc(sizeof(int) * (size_t)e->n), *line = malloc(sizeof(int) * (size_t)e->n);
+    if (!col || !line) {
+        free(col);
+        free(line);
+        return -1;
+    }
+    int lines, max_c = svg_layout(e, cols, col, line, &lines);
+    char sums[200];
+    render_sums(e, sums, sizeof sums);
+    double width = 2 * pad + max_c * svg_cw, body_h = lines * svg_ch;
+    double text_w = 2 * pad + 6.4 * (double)strlen(sums); // DejaVu Sans 11 px: ~6.4 px a glyph
+    if (width < text_w) width = text_w;
+    if (width < 560) width = 560;
+    double height = top + body_h + 90;
+    float maxabs = render_max_abs(e->relevance, e->n);
+
+    // presentation attributes rather than CSS: every renderer (browsers, librsvg, ImageMagick)
+    // reads them (heatmap.h)
+    fprintf(out, HEAT_SVG_OPEN "<g font-family=\"" HEAT_SANS "\" fill=\"#222\">\n", width, height,
+            width, height);
+    svg_titles(out, e, pad);
     fputs("</g>\n<g font-family=\"" HEAT_MONO "\" font-size=\"18\" text-anchor=\"middle\">\n",
           out);
-    for (int i = 0; i < e->n; i++) {
-        unsigned char rgb[3];
-        heat_rgb(e->relevance[i], maxabs, rgb);
-        int w = cell_cols(e, i);
-        double x = pad + col[i] * cw, y = top + line[i] * ch;
-        char g[8];
-        cell_glyph(e, i, false, g);
-        fprintf(out, "<g><title>position %d '", pos_of(e, i));
-        xml_escape(out, g);
-        fprintf(out, "': %+.6f</title>", (double)e->relevance[i]);
-        fprintf(out, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
-                     "fill=\"rgb(%d,%d,%d)\"/>",
-                x, y, w * cw, ch - 2, rgb[0], rgb[1], rgb[2]);
-        if (at(e, i) != ' ') {
-            fprintf(out, "<text x=\"%.1f\" y=\"%.1f\" fill=\"%s\"%s>", x + w * cw / 2,
-                    y + ch - 8, heat_dark(rgb) ? "#fff" : "#000",
-                    w > 1 ? " font-size=\"12\"" : ""); // \xNN: 4 small glyphs in 3 columns
-            if (len_of(e, i) > 1) xml_escape(out, g); // the character itself
-            else svg_glyph(out, at(e, i));
-            fputs("</text>", out);
-        }
-        fputs("</g>\n", out);
-    }
+    for (int i = 0; i < e->n; i++)
+        svg_cell(out, e, i, cols, pad + col[i] * svg_cw, top + line[i] * svg_ch, maxabs);
     fputs("</g>\n", out);
     double y = top + body_h + 14;
     char what[64];
@@ -327,14 +539,11 @@ int render_svg(FILE *out, const render_explanation *e, int cols) {
 
 // ---- HTML --------------------------------------------------------------------------------------
 
-int render_html(FILE *out, const render_explanation *e, int top) {
-    float maxabs = render_max_abs(e->relevance, e->n);
-    char pg[8], desc[96];
-    render_glyph(e->predicted, true, pg);
-    describe_target(e, true, desc, sizeof desc);
-    fputs("<!DOCTYPE html>\n<!-- " STRIX_OUTPUT_MARKER " -->\n<html lang=\"en\">\n<head>\n"
-          "<meta charset=\"utf-8\">\n"
-          "<title>strix explain: next character '", out);
+/* The page's head and its heading, up to "<h1>Next character: <code>'". */
+static void html_head(FILE *out, const render_explanation *e, const char *pg) {
+    fprintf(out, "<!DOCTYPE html>\n<!-- " STRIX_OUTPUT_MARKER " -->\n<html lang=\"en\">\n"
+                 "<head>\n<meta charset=\"utf-8\">\n<title>strix explain: next %s '",
+            output_of(e));
     xml_escape(out, pg);
     fputs("'</title>\n<style>\n"
           "body{font-family:'DejaVu Sans',Arial,sans-serif;margin:2em;color:#222;"
@@ -358,7 +567,33 @@ int render_html(FILE *out, const render_explanation *e, int top) {
     fputs(")}\n"
           "table{border-collapse:collapse}td,th{padding:2px 12px;text-align:right}"
           "th{border-bottom:1px solid #888}\n"
-          "</style>\n</head>\n<body>\n<h1>Next character: <code>'", out);
+          "</style>\n</head>\n<body>\n", out);
+    fprintf(out, "<h1>Next %s: <code>'", output_of(e));
+}
+
+/* Cell i of the page: a span coloured by its relevance, whose tooltip shows its position, text
+ * (cut after TIP_CHARS characters) and relevance; a line break after a cell that ends with '\n'. */
+static void html_cell(FILE *out, const render_explanation *e, int i, float maxabs) {
+    unsigned char rgb[3];
+    heat_rgb(e->relevance[i], maxabs, rgb);
+    char g[FORM_CAP(TIP_CHARS)];
+    cell_text(e, i, FORM_TEXT, TIP_CHARS, g, sizeof g);
+    fprintf(out, "<span style=\"background:rgb(%d,%d,%d);color:%s\" data-tip=\"position %d "
+                 "&#39;",
+            rgb[0], rgb[1], rgb[2], heat_dark(rgb) ? "#fff" : "#000", pos_of(e, i));
+    xml_put(out, g, true);
+    fprintf(out, "&#39;: %+.6f\">", (double)e->relevance[i]);
+    put_pictures(out, cell(e, i), len_of(e, i), true);
+    fputs("</span>", out);
+    if (last_of(e, i) == '\n') fputc('\n', out);
+}
+
+int render_html(FILE *out, const render_explanation *e, int top) {
+    float maxabs = render_max_abs(e->relevance, e->n);
+    char pg[FORM_CAP(TABLE_CHARS)], desc[DESC_CAP];
+    output_form(e, 0, true, pg);
+    describe_target(e, true, desc, sizeof desc);
+    html_head(out, e, pg);
     xml_escape(out, pg);
     fprintf(out, "'</code> (p = %.4f)</h1>\n<p>Explained: ", (double)e->predicted_prob);
     xml_escape(out, desc);
@@ -371,30 +606,17 @@ int render_html(FILE *out, const render_explanation *e, int top) {
         heat_xml_text(out, e->model);
         fputs("</code>", out);
     }
-    if (e->offset > 0) fprintf(out, " (the last %d characters of the prompt)", e->n_bytes);
+    if (e->offset > 0)
+        fprintf(out, " (the last %d %s of the prompt)", e->n_bytes, crop_unit(e));
     fputs(".</p>\n<div class=\"prompt\">", out);
-    for (int i = 0; i < e->n; i++) {
-        unsigned char rgb[3];
-        heat_rgb(e->relevance[i], maxabs, rgb);
-        char g[8];
-        cell_glyph(e, i, false, g);
-        fprintf(out, "<span style=\"background:rgb(%d,%d,%d);color:%s\" data-tip=\"position %d "
-                     "&#39;",
-                rgb[0], rgb[1], rgb[2], heat_dark(rgb) ? "#fff" : "#000", pos_of(e, i));
-        xml_put(out, g, true);
-        fprintf(out, "&#39;: %+.6f\">", (double)e->relevance[i]);
-        if (len_of(e, i) > 1) xml_escape(out, g);
-        else xml_glyph(out, at(e, i));
-        fputs("</span>", out);
-        if (len_of(e, i) == 1 && at(e, i) == '\n') fputc('\n', out);
-    }
+    for (int i = 0; i < e->n; i++) html_cell(out, e, i, maxabs);
     fprintf(out, "</div>\n<p>against <span class=\"legend\"></span> for &nbsp; (intensity: "
-                 "|R| / max|R|, max|R| = %.4g; hover a character for its value)</p>\n",
-            (double)maxabs);
+                 "|R| / max|R|, max|R| = %.4g; hover a %s for its value)</p>\n",
+            (double)maxabs, unit_of(e));
     if (top > e->n) top = e->n;
     if (top > 0) {
         fputs("<h2>Top contributors</h2>\n<pre>\n", out);
-        // render_top writes plain ASCII apart from the header; escape by writing it to memory
+        // the table's cells may hold <, > and &: escape it by writing it to memory first
         char *buf = NULL;
         size_t len = 0;
         FILE *mem = open_memstream(&buf, &len);
@@ -412,24 +634,8 @@ int render_html(FILE *out, const render_explanation *e, int top) {
     return ferror(out) ? -1 : 0;
 }
 
-// ---- JSON --------------------------------------------------------------------------------------
 
-/* Length of the valid UTF-8 sequence at s[0..n) (1..4), or 0 if it is not one (overlong forms,
- * surrogates and code points past U+10FFFF are invalid, RFC 3629). */
-static int utf8_seq(const unsigned char *s, int n) {
-    unsigned char c = s[0];
-    if (c >= 0x01 && c < 0x80) return 1;
-    int len = c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4
-                                                                                          : 0;
-    if (!len || len > n) return 0;
-    for (int k = 1; k < len; k++)
-        if ((s[k] & 0xc0) != 0x80) return 0;
-    if (c == 0xe0 && s[1] < 0xa0) return 0;  // overlong
-    if (c == 0xed && s[1] >= 0xa0) return 0; // surrogates
-    if (c == 0xf0 && s[1] < 0x90) return 0;  // overlong
-    if (c == 0xf4 && s[1] >= 0x90) return 0; // past U+10FFFF
-    return len;
-}
+// ---- JSON --------------------------------------------------------------------------------------
 
 /* s[0..n) as a NUL-terminated UTF-8 string, each invalid byte (and NUL) replaced by U+FFFD. */
 static char *utf8_clean(const unsigned char *s, int n) {
@@ -452,17 +658,16 @@ static char *utf8_clean(const unsigned char *s, int n) {
     return o;
 }
 
-/* The character of byte b as a JSON string value: itself below 0x80 (cJSON escapes control
- * characters), "\xNN" text otherwise (a lone byte >= 0x80 is not UTF-8). */
-static cJSON *char_json(unsigned char b) {
-    char s[8];
-    if (b > 0 && b < 0x80) {
-        s[0] = (char)b;
-        s[1] = '\0';
-    } else {
-        snprintf(s, sizeof s, "\\x%02x", b);
-    }
-    return cJSON_CreateString(s);
+/* The bytes s[0..n) as a JSON string value of their FORM_RAW characters ("char": a lone byte
+ * >= 0x80 is not UTF-8 and becomes "\xNN" text), or NULL when out of memory. */
+static cJSON *raw_json(const unsigned char *s, int n) {
+    size_t cap = FORM_CAP((size_t)n);
+    char *t = malloc(cap);
+    if (!t) return NULL;
+    text_form(s, n, FORM_RAW, 0, t, cap);
+    cJSON *v = cJSON_CreateString(t);
+    free(t);
+    return v;
 }
 
 /* The double nearest the shortest decimal text that reads back as x: JSON shows 0.1f as 0.1, not
@@ -489,6 +694,14 @@ static bool add_ints(cJSON *obj, const char *key, const unsigned char *v, int n)
     return a != NULL;
 }
 
+/* obj[key] = v (taken over, or deleted on failure). Returns false when v is NULL or out of
+ * memory. */
+static bool add_item(cJSON *obj, const char *key, cJSON *v) {
+    if (v && cJSON_AddItemToObject(obj, key, v)) return true;
+    cJSON_Delete(v);
+    return false;
+}
+
 /* Adds "seed": the exact decimal integer (a cJSON number, a double, would round one above 2^53).
  * Returns whether it was added. */
 static bool seed_json(cJSON *obj, uint64_t seed) {
@@ -497,109 +710,132 @@ static bool seed_json(cJSON *obj, uint64_t seed) {
     return cJSON_AddRawToObject(obj, "seed", digits) != NULL;
 }
 
-char *render_json(const render_explanation *e) {
-    cJSON *root = cJSON_CreateObject();
+/* Adds prompt, offset, model, method, rule (ig_steps) and unit. Returns false when out of
+ * memory. */
+static bool json_head(cJSON *root, const render_explanation *e) {
     char *text = utf8_clean(e->text, e->offset + e->n_bytes);
     const char *m = e->model ? e->model : "";
     char *model = utf8_clean((const unsigned char *)m, (int)strlen(m));
-    bool ok = root && text && model;
-    if (ok) {
-        ok = cJSON_AddStringToObject(root, "generator", STRIX_OUTPUT_MARKER) &&
-             cJSON_AddStringToObject(root, "prompt", text) &&
-             cJSON_AddNumberToObject(root, "offset", e->offset) &&
-             cJSON_AddStringToObject(root, "model", model) &&
-             cJSON_AddStringToObject(root, "method", e->method ? e->method : "lrp") &&
-             (e->rule ? cJSON_AddStringToObject(root, "rule", e->rule)
-                      : cJSON_AddNullToObject(root, "rule"));
-        if (ok && e->method && strcmp(e->method, "integrated-gradients") == 0)
-            ok = cJSON_AddNumberToObject(root, "ig_steps", e->ig_steps) != NULL;
+    bool ok = text && model && cJSON_AddStringToObject(root, "generator", STRIX_OUTPUT_MARKER) &&
+              cJSON_AddStringToObject(root, "prompt", text) &&
+              cJSON_AddNumberToObject(root, "offset", e->offset) &&
+              cJSON_AddStringToObject(root, "model", model) &&
+              cJSON_AddStringToObject(root, "method", e->method ? e->method : "lrp") &&
+              (e->rule ? cJSON_AddStringToObject(root, "rule", e->rule)
+                       : cJSON_AddNullToObject(root, "rule"));
+    if (ok && e->method && strcmp(e->method, "integrated-gradients") == 0)
+        ok = cJSON_AddNumberToObject(root, "ig_steps", e->ig_steps) != NULL;
+    if (ok && e->unit) ok = cJSON_AddStringToObject(root, "unit", e->unit) != NULL;
+    free(text);
+    free(model);
+    return ok;
+}
+
+/* Adds predicted, target, contrast (null without one) and the *_text keys of the outputs whose
+ * text is set. Returns false when out of memory. */
+static bool json_outputs(cJSON *root, const render_explanation *e) {
+    static const char *const keys[3] = {"predicted", "target", "contrast"};
+    static const char *const text_keys[3] = {"predicted_text", "target_text", "contrast_text"};
+    bool ok = true;
+    for (int k = 0; k < 3 && ok; k++) {
+        const char *t = output_text(e, k);
+        unsigned char b = output_byte(e, k);
+        ok = add_item(root, keys[k], k == 2 && !has_contrast(e) ? cJSON_CreateNull()
+                                     : t ? raw_json((const unsigned char *)t, (int)strlen(t))
+                                         : raw_json(&b, 1));
     }
-    const char *keys[3] = {"predicted", "target", "contrast"};
-    int bytes[3] = {e->predicted, e->target, e->contrast};
-    for (int k = 0; k < 3; k++) {
-        cJSON *v = !ok ? NULL : bytes[k] >= 0 ? char_json((unsigned char)bytes[k])
-                                              : cJSON_CreateNull();
-        if (ok && v && cJSON_AddItemToObject(root, keys[k], v)) continue;
-        cJSON_Delete(v);
-        ok = false;
+    for (int k = 0; k < 3 && ok; k++) {
+        const char *t = output_text(e, k);
+        char *clean = t ? utf8_clean((const unsigned char *)t, (int)strlen(t)) : NULL;
+        ok = !t || (clean && cJSON_AddStringToObject(root, text_keys[k], clean));
+        free(clean);
     }
-    if (ok) {
-        ok = cJSON_AddNumberToObject(root, "predicted_byte", e->predicted) &&
-             cJSON_AddNumberToObject(root, "probability", shortest(e->predicted_prob)) &&
-             cJSON_AddNumberToObject(root, "target_byte", e->target) &&
-             cJSON_AddNumberToObject(root, "target_probability", shortest(e->target_prob)) &&
-             cJSON_AddNumberToObject(root, "target_logit", shortest(e->target_logit));
-        if (ok && e->contrast >= 0)
-            ok = cJSON_AddNumberToObject(root, "contrast_byte", e->contrast) &&
-                 cJSON_AddNumberToObject(root, "contrast_logit", shortest(e->contrast_logit));
-    }
-    cJSON *pos = ok ? cJSON_AddArrayToObject(root, "positions") : NULL;
+    return ok;
+}
+
+/* Adds the probabilities and logits, and the *_byte keys of the outputs without a text. Returns
+ * false when out of memory. */
+static bool json_numbers(cJSON *root, const render_explanation *e) {
+    bool ok = (e->predicted_text ||
+               cJSON_AddNumberToObject(root, "predicted_byte", e->predicted)) &&
+              cJSON_AddNumberToObject(root, "probability", shortest(e->predicted_prob)) &&
+              (e->target_text || cJSON_AddNumberToObject(root, "target_byte", e->target)) &&
+              cJSON_AddNumberToObject(root, "target_probability", shortest(e->target_prob)) &&
+              cJSON_AddNumberToObject(root, "target_logit", shortest(e->target_logit));
+    if (ok && has_contrast(e))
+        ok = (e->contrast_text || cJSON_AddNumberToObject(root, "contrast_byte", e->contrast)) &&
+             cJSON_AddNumberToObject(root, "contrast_logit", shortest(e->contrast_logit));
+    return ok;
+}
+
+/* Cell i as a "positions" entry into p. Returns false when out of memory. */
+static bool json_cell(cJSON *p, const render_explanation *e, int i) {
+    return cJSON_AddNumberToObject(p, "position", pos_of(e, i)) &&
+           (!e->cell_ids || cJSON_AddNumberToObject(p, "id", e->cell_ids[i])) &&
+           cJSON_AddNumberToObject(p, "byte", at(e, i)) &&
+           add_ints(p, "bytes", cell(e, i), len_of(e, i)) &&
+           add_item(p, "char", raw_json(cell(e, i), len_of(e, i))) &&
+           cJSON_AddNumberToObject(p, "relevance", shortest(e->relevance[i])) &&
+           (!e->relevance_position ||
+            cJSON_AddNumberToObject(p, "position_relevance", shortest(e->relevance_position[i])));
+}
+
+/* Adds "positions", one entry per cell. Returns false when out of memory. */
+static bool json_cells(cJSON *root, const render_explanation *e) {
+    cJSON *pos = cJSON_AddArrayToObject(root, "positions");
     for (int i = 0; pos && i < e->n; i++) {
         cJSON *p = cJSON_CreateObject();
         if (!p || !cJSON_AddItemToArray(pos, p)) {
             cJSON_Delete(p);
-            pos = NULL;
-            break;
+            return false;
         }
-        unsigned char b = at(e, i);
-        if (!cJSON_AddNumberToObject(p, "position", pos_of(e, i)) ||
-            !cJSON_AddNumberToObject(p, "byte", b) ||
-            !add_ints(p, "bytes", e->text + e->start[i], len_of(e, i))) {
-            pos = NULL;
-            break;
-        }
-        char g[8];
-        cell_glyph(e, i, false, g);
-        cJSON *ch = len_of(e, i) > 1 ? cJSON_CreateString(g) : char_json(b);
-        if (!ch || !cJSON_AddItemToObject(p, "char", ch) ||
-            !cJSON_AddNumberToObject(p, "relevance", shortest(e->relevance[i]))) {
-            if (ch && !cJSON_GetObjectItem(p, "char")) cJSON_Delete(ch);
-            pos = NULL;
-        } else if (e->relevance_position &&
-                   !cJSON_AddNumberToObject(p, "position_relevance",
-                                            shortest(e->relevance_position[i]))) {
-            pos = NULL;
-        }
+        if (!json_cell(p, e, i)) return false;
     }
-    ok = pos != NULL;
-    if (ok)
-        ok = cJSON_AddNumberToObject(root, "relevance_out_sum", e->sum_out) &&
-             cJSON_AddNumberToObject(root, "relevance_in_sum", e->sum_in) &&
-             cJSON_AddNumberToObject(root, "relevance_characters_sum", sum_chars(e)) &&
-             (isnan(e->softmax_gap) || cJSON_AddNumberToObject(root, "softmax_gap",
-                                                               e->softmax_gap)) &&
-             (isnan(e->conserved_sum) || cJSON_AddNumberToObject(root, "conserved_sum",
-                                                                 e->conserved_sum)) &&
-             (isnan(e->baseline_output) || cJSON_AddNumberToObject(root, "baseline_output",
-                                                                   e->baseline_output));
+    return pos != NULL;
+}
+
+/* Adds the sums and the deletion check. Returns false when out of memory. */
+static bool json_sums(cJSON *root, const render_explanation *e) {
+    bool ok = cJSON_AddNumberToObject(root, "relevance_out_sum", e->sum_out) &&
+              cJSON_AddNumberToObject(root, "relevance_in_sum", e->sum_in) &&
+              cJSON_AddNumberToObject(root, "relevance_characters_sum", sum_chars(e)) &&
+              (isnan(e->softmax_gap) || cJSON_AddNumberToObject(root, "softmax_gap",
+                                                                e->softmax_gap)) &&
+              (isnan(e->conserved_sum) || cJSON_AddNumberToObject(root, "conserved_sum",
+                                                                  e->conserved_sum)) &&
+              (isnan(e->baseline_output) || cJSON_AddNumberToObject(root, "baseline_output",
+                                                                    e->baseline_output));
     const render_deletion *dl = e->deletion;
-    cJSON *del = ok && dl ? cJSON_AddObjectToObject(root, "deletion") : NULL;
-    if (ok && dl) {
-        cJSON *ps = del ? cJSON_AddArrayToObject(del, "positions") : NULL;
-        for (int k = 0; ps && k < dl->k; k++) {
-            cJSON *x = cJSON_CreateNumber(dl->positions[k]);
-            if (!x || !cJSON_AddItemToArray(ps, x)) {
-                cJSON_Delete(x);
-                ps = NULL;
-            }
+    if (!ok || !dl) return ok;
+    cJSON *del = cJSON_AddObjectToObject(root, "deletion");
+    cJSON *ps = del ? cJSON_AddArrayToObject(del, "positions") : NULL;
+    for (int k = 0; ps && k < dl->k; k++) {
+        cJSON *x = cJSON_CreateNumber(dl->positions[k]);
+        if (!x || !cJSON_AddItemToArray(ps, x)) {
+            cJSON_Delete(x);
+            ps = NULL;
         }
-        ok = ps && cJSON_AddNumberToObject(del, "k", dl->k) &&
-             cJSON_AddNumberToObject(del, "output_before", dl->before) &&
-             cJSON_AddNumberToObject(del, "output_after", dl->after_top) &&
-             cJSON_AddNumberToObject(del, "drop", dl->before - dl->after_top) &&
-             cJSON_AddNumberToObject(del, "random_output_after", dl->after_random) &&
-             cJSON_AddNumberToObject(del, "random_drop", dl->before - dl->after_random) &&
-             cJSON_AddNumberToObject(del, "random_draws", dl->draws) &&
-             seed_json(del, dl->seed);
     }
+    return ps && cJSON_AddNumberToObject(del, "k", dl->k) &&
+           cJSON_AddNumberToObject(del, "output_before", dl->before) &&
+           cJSON_AddNumberToObject(del, "output_after", dl->after_top) &&
+           cJSON_AddNumberToObject(del, "drop", dl->before - dl->after_top) &&
+           cJSON_AddNumberToObject(del, "random_output_after", dl->after_random) &&
+           cJSON_AddNumberToObject(del, "random_drop", dl->before - dl->after_random) &&
+           cJSON_AddNumberToObject(del, "random_draws", dl->draws) &&
+           seed_json(del, dl->seed);
+}
+
+char *render_json(const render_explanation *e) {
+    cJSON *root = cJSON_CreateObject();
+    bool ok = root && json_head(root, e) && json_outputs(root, e) && json_numbers(root, e) &&
+              json_cells(root, e) && json_sums(root, e);
     char *json = ok ? cJSON_Print(root) : NULL;
     cJSON_Delete(root);
-    free(text);
-    free(model);
     return json;
 }
 
-// ---- characters --------------------------------------------------------------------------------
+// ---- characters and words ----------------------------------------------------------------------
 
 int render_group_utf8(render_explanation *e, const float *byte_rel, const float *byte_pos) {
     int nb = e->n_bytes;
@@ -615,8 +851,7 @@ int render_group_utf8(render_explanation *e, const float *byte_rel, const float 
     const unsigned char *t = e->text + e->offset;
     int n = 0;
     for (int i = 0; i < nb;) {
-        int len = utf8_seq(t + i, nb - i);
-        if (len == 0) len = 1;
+        int len = char_len(t + i, nb - i);
         double r = 0.0, p = 0.0;
         for (int k = 0; k < len; k++) {
             r += byte_rel[i + k];
@@ -633,6 +868,51 @@ int render_group_utf8(render_explanation *e, const float *byte_rel, const float 
     e->start = start;
     e->relevance = rel;
     e->relevance_position = pos;
+    return 0;
+}
+
+/* Whether byte c is whitespace: space, \t, \n, \v, \f, \r (isspace in the C locale). */
+static bool is_space(unsigned char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }
+
+/* Whether cell i starts a word (render_group_words). */
+static bool word_starts(const render_explanation *e, int i) {
+    return i == 0 || is_space(at(e, i)) || is_space(last_of(e, i - 1));
+}
+
+int render_group_words(render_explanation *e, const float *cell_rel, const float *cell_pos) {
+    int n = e->n;
+    int *start = malloc(sizeof(int) * (size_t)(n + 1));
+    float *rel = malloc(sizeof(float) * (size_t)n);
+    float *pos = cell_pos ? malloc(sizeof(float) * (size_t)n) : NULL;
+    if (!start || !rel || (cell_pos && !pos)) {
+        free(start);
+        free(rel);
+        free(pos);
+        return -1;
+    }
+    int w = -1;
+    double r = 0.0, p = 0.0;
+    for (int i = 0; i < n; i++) {
+        if (word_starts(e, i)) {
+            if (w >= 0) { // the word before is complete
+                rel[w] = (float)r;
+                if (pos) pos[w] = (float)p;
+            }
+            start[++w] = e->start[i];
+            r = p = 0.0;
+        }
+        r += cell_rel[i];
+        if (cell_pos) p += cell_pos[i];
+    }
+    rel[w] = (float)r;
+    if (pos) pos[w] = (float)p;
+    start[w + 1] = e->start[n];
+    e->n = w + 1;
+    e->start = start;
+    e->relevance = rel;
+    e->relevance_position = pos;
+    e->cell_ids = NULL;
+    e->unit = "word";
     return 0;
 }
 
