@@ -44,6 +44,7 @@
 #include <unistd.h>
 
 #include "args.h"
+#include "explain_out.h"
 #include "explain/heatmap.h" /* STRIX_OUTPUT_MARKER */
 #include "render.h"
 #include "strix/backend.h"
@@ -170,72 +171,6 @@ static int parse_char(const char *flag, const char *s, unsigned char *out) {
     return 2;
 }
 
-/* Whether paths a and b name the same existing file. */
-static bool same_file(const char *a, const char *b) {
-    struct stat sa, sb;
-    return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev &&
-           sa.st_ino == sb.st_ino;
-}
-
-
-/* Checks the output paths before any work: none may be the checkpoint, a directory or an
- * existing file that strix explain did not write, and no two may be the same. Returns 0, or 2
- * after printing the error line. */
-static int check_outputs(const explain_flags *f) {
-    const char *flags[3] = {"svg", "html", "json"};
-    const char *paths[3] = {f->svg, f->html, f->json};
-    for (int i = 0; i < 3; i++) {
-        if (!paths[i]) continue;
-        struct stat st;
-        if (!paths[i][0]) {
-            fprintf(stderr, "strix explain: --%s needs a file name\n", flags[i]);
-            return 2;
-        }
-        if (strcmp(paths[i], f->model) == 0 || same_file(paths[i], f->model)) {
-            fprintf(stderr, "strix explain: --%s %s is the checkpoint; choose another file\n",
-                    flags[i], paths[i]);
-            return 2;
-        }
-        if (stat(paths[i], &st) == 0 && S_ISDIR(st.st_mode)) {
-            fprintf(stderr, "strix explain: --%s %s is a directory\n", flags[i], paths[i]);
-            return 2;
-        }
-        if (stat(paths[i], &st) == 0 && strix_checkpoint_probe(paths[i]) == STRIX_OK) {
-            fprintf(stderr, "strix explain: --%s %s is a strix checkpoint; it is never replaced "
-                            "(not even with --force): choose another file\n", flags[i], paths[i]);
-            return 2;
-        }
-        if (stat(paths[i], &st) == 0 && !f->force && !tool_file_replaceable(paths[i], STRIX_OUTPUT_MARKER)) {
-            fprintf(stderr, "strix explain: --%s %s exists and was not written by strix explain; "
-                            "--force replaces it\n", flags[i], paths[i]);
-            return 2;
-        }
-        if (f->prompt_file && (strcmp(paths[i], f->prompt_file) == 0 ||
-                               same_file(paths[i], f->prompt_file))) {
-            fprintf(stderr, "strix explain: --%s %s is the prompt file; choose another file\n",
-                    flags[i], paths[i]);
-            return 2;
-        }
-        char dir[4096];
-        const char *slash = strrchr(paths[i], '/');
-        size_t len = slash ? (size_t)(slash - paths[i]) : 0;
-        snprintf(dir, sizeof dir, "%.*s", (int)len, paths[i]);
-        if (slash && len > 0 && (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))) {
-            fprintf(stderr, "strix explain: --%s %s: there is no directory %s\n", flags[i],
-                    paths[i], dir);
-            return 2;
-        }
-        for (int j = 0; j < i; j++) {
-            if (paths[j] && (strcmp(paths[i], paths[j]) == 0 || same_file(paths[i], paths[j]))) {
-                fprintf(stderr, "strix explain: --%s and --%s name the same file %s\n",
-                        flags[j], flags[i], paths[i]);
-                return 2;
-            }
-        }
-    }
-    return 0;
-}
-
 /* The rule of --rule (rule name checked by the caller). */
 static strix_lrp_rule rule_of(const explain_flags *f) {
     strix_lrp_rule r = strix_gpt_explain_defaults().rule;
@@ -245,44 +180,6 @@ static strix_lrp_rule rule_of(const explain_flags *f) {
     r.bias_in_denominator = strix_gpt_explain_defaults().rule.bias_in_denominator;
     r.layer_norm_detach_std = strcmp(f->rule, "epsilon") != 0;
     return r;
-}
-
-/* One view rendered into memory and written to `path` atomically; which: 0 SVG, 1 HTML, 2 JSON.
- * Returns 0, or 1 after printing the error line. */
-static int write_view(const char *path, int which, const render_explanation *re, int cols,
-                      int top) {
-    char *buf = NULL;
-    size_t len = 0;
-    int bad = 0;
-    if (which == 2) {
-        buf = render_json(re);
-        len = buf ? strlen(buf) : 0;
-        bad = !buf;
-        if (buf) { // a JSON file ends with a newline like any text file
-            char *nb = realloc(buf, len + 2);
-            if (nb) {
-                buf = nb;
-                buf[len++] = '\n';
-                buf[len] = '\0';
-            }
-        }
-    } else {
-        FILE *mem = open_memstream(&buf, &len);
-        bad = !mem;
-        if (mem) {
-            bad = which == 0 ? render_svg(mem, re, cols) : render_html(mem, re, top);
-            bad |= fclose(mem) != 0;
-        }
-    }
-    strix_status s = bad ? strix_error(STRIX_ERR_ALLOC, "out of memory rendering %s", path)
-                         : STRIX_OK;
-    if (s == STRIX_OK) {
-        const void *chunks[1] = {buf};
-        size_t sizes[1] = {len};
-        s = strix_write_file_atomic(path, chunks, sizes, 1);
-    }
-    free(buf);
-    return s == STRIX_OK ? 0 : tool_fail(s);
 }
 
 /* The method of --method (checked by the caller). */
@@ -520,7 +417,7 @@ static int explain(strix_lm *g, const strix_vocab *vocab, const explain_flags *f
     const char *paths[3] = {f->svg, f->html, f->json};
     for (int k = 0; k < 3 && rc == 0; k++) {
         if (!paths[k]) continue;
-        rc = write_view(paths[k], k, &re, f->cols, f->top > 0 ? f->top : 10);
+        rc = explain_write_view(paths[k], k, &re, f->cols, f->top > 0 ? f->top : 10);
         if (rc == 0) printf("wrote %s\n", paths[k]);
     }
     free(del_pos);
@@ -676,7 +573,8 @@ int cmd_explain(int argc, char **argv) {
         fprintf(stderr, "strix explain: --contrast must differ from --target\n");
         return 2;
     }
-    if (check_outputs(&f)) return 2;
+    const char *outs[3] = {f.svg, f.html, f.json};
+    if (explain_check_outputs("explain", f.model, f.prompt_file, f.force, outs)) return 2;
     const char *backend = NULL;
     rc = args_backend_of("explain", f.device,
                          args_find(specs, NEXPLAIN_SPECS, "backend")->seen ? f.backend : NULL,
