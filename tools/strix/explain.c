@@ -45,6 +45,7 @@
 
 #include "args.h"
 #include "explain_out.h"
+#include "lm_tool.h"
 #include "explain/heatmap.h" /* STRIX_OUTPUT_MARKER */
 #include "render.h"
 #include "strix/backend.h"
@@ -139,7 +140,21 @@ static void print_explain_help(const arg_spec *specs, int n) {
            "Positions count bytes from the start of the whole prompt.\n"
            "The bytes of one UTF-8 character are shown as that character, their relevance\n"
            "summed. --deletion removes the characters from the prompt (the rest closes up)\n"
-           "and averages %d random draws.\n", DELETION_DRAWS);
+           "and averages %d random draws.\n"
+           "\n"
+           "A Llama-family model (--model DIR with config.json, or FILE.gguf) is explained per\n"
+           "token instead, with its own flags: strix explain --model FILE.gguf --help.\n",
+           DELETION_DRAWS);
+}
+
+/* The value of --model in argv (either form), or NULL. */
+static const char *model_arg(int argc, char **argv) {
+    for (int i = 2; i < argc; i++) {
+        if (strcmp(argv[i], "--") == 0) break;
+        if (strcmp(argv[i], "--model") == 0 && i + 1 < argc) return argv[i + 1];
+        if (strncmp(argv[i], "--model=", 8) == 0) return argv[i] + 8;
+    }
+    return NULL;
 }
 
 /* Reads a character flag: one byte, or the escapes \n \t \r \\ \xNN. Returns 0, or 2 after
@@ -493,6 +508,7 @@ static int read_prompt_file(explain_flags *f) {
 }
 
 int cmd_explain(int argc, char **argv) {
+    if (lm_tool_is_model_path(model_arg(argc, argv))) return cmd_explain_lm(argc, argv);
     explain_flags f = {.rule = "attnlrp", .backend = "cpu", .color = "auto", .top = 10,
                        .cols = 64, .eps = 1e-6f, .gamma = 0.25f, .alpha = 2.0f,
                        .method = "lrp", .ig_steps = 50};

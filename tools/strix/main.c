@@ -26,14 +26,20 @@
 
 static void print_help(FILE *out) {
     fprintf(out,
-            "strix - train, sample and explain small character-level language models (C11; backends "
-            "built: " STRIX_TOOL_BACKENDS ")\n"
+            "strix - train, sample and explain small character-level language models, and run and "
+            "explain\nLlama-family ones (C11; backends built: " STRIX_TOOL_BACKENDS ")\n"
             "\n"
             "Usage:\n"
             "  strix train  [--data PATH] [--out model.safetensors] [flags]   train a model\n"
             "  strix sample --model CKPT [--prompt TEXT] [flags]              generate text\n"
             "  strix explain --model CKPT --prompt TEXT [flags]               "
             "explain a prediction\n"
+            "  strix generate --model DIR|FILE.gguf --prompt TEXT [flags]     "
+            "continue a prompt with a Llama-family model\n"
+            "  strix chat --model DIR|FILE.gguf [--system TEXT]               "
+            "talk to a chat model (Ctrl-D ends)\n"
+            "  strix explain --model DIR|FILE.gguf --prompt TEXT [flags]      "
+            "explain its next token (AttnLRP)\n"
             "  strix export --model CKPT --out FILE                           "
             "write the weights alone\n"
             "  strix plot [LOG] --svg FILE                                    "
@@ -49,6 +55,7 @@ static void print_help(FILE *out) {
             "  strix train --resume model.safetensors        (continue an interrupted run)\n"
             "  strix sample --model model.safetensors --prompt 'ROMEO:' --tokens 300\n"
             "  strix explain --model model.safetensors --prompt 'ROMEO: Good morr' --svg r.svg\n"
+            "  strix generate --model SmolLM2-135M-Instruct.Q4_1.gguf --prompt 'The owl' --chat\n"
             "\n"
             "Checkpoints are safetensors files with the weights, the AdamW state, the vocabulary\n"
             "and the whole run configuration (strix export writes the weights alone); nothing is\n"
@@ -131,7 +138,10 @@ static int run_command(int argc, char **argv) {
     if (strcmp(cmd, "export") == 0) return cmd_export(argc, argv);
     if (strcmp(cmd, "plot") == 0) return cmd_plot(argc, argv);
     if (strcmp(cmd, "rl") == 0) return cmd_rl(argc, argv);
-    fprintf(stderr, "strix: unknown command '%s' (commands: train, sample, explain, export, plot, rl; "
+    if (strcmp(cmd, "generate") == 0) return cmd_generate(argc, argv);
+    if (strcmp(cmd, "chat") == 0) return cmd_chat(argc, argv);
+    fprintf(stderr, "strix: unknown command '%s' (commands: train, sample, explain, export, plot, rl, "
+                    "generate, chat; "
                     "see strix --help)\n", cmd);
     return 2;
 }

@@ -23,6 +23,11 @@ int cmd_explain(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_plot(int argc, char **argv);
 int cmd_rl(int argc, char **argv);
+/* `strix generate ...` and `strix chat ...` (generate.c), `strix explain --model DIR|FILE.gguf`
+ * (explain_lm.c; cmd_explain hands over when --model names such a model). */
+int cmd_generate(int argc, char **argv);
+int cmd_chat(int argc, char **argv);
+int cmd_explain_lm(int argc, char **argv);
 
 /* Prints "strix: <strix_last_error()>" to stderr and returns 1 (for `return tool_fail(s);`). */
 int tool_fail(strix_status s);
