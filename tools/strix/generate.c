@@ -30,7 +30,7 @@ typedef struct gen_flags {
     int max_new, top_k;
     float temperature, top_p, min_p, penalty;
     uint64_t seed;
-    bool echo, chat_template, quiet;
+    bool echo, chat_template, quiet, ignore_eos;
 } gen_flags;
 
 #define GEN_SAMPLING_FLAGS(f)                                                                    \
@@ -53,7 +53,7 @@ typedef struct gen_flags {
         FLAG("quiet", ARG_SWITCH, &(f)->quiet, 0, 0, 0, NULL,                                    \
              "no loading and summary lines on standard error")
 
-#define NGEN_SPECS (LM_TOOL_NFLAGS + 13)
+#define NGEN_SPECS (LM_TOOL_NFLAGS + 14)
 #define NCHAT_SPECS (LM_TOOL_NFLAGS + 10)
 
 static void gen_defaults(gen_flags *f) {
@@ -115,6 +115,8 @@ static void generate_specs(gen_flags *f, arg_spec *s) {
         FLAG("chat", ARG_SWITCH, &f->chat_template, 0, 0, 0, NULL,
              "wrap the prompt as one user message in the model's chat template"),
         FLAG("echo", ARG_SWITCH, &f->echo, 0, 0, 0, NULL, "print the prompt before the new text"),
+        FLAG("ignore-eos", ARG_SWITCH, &f->ignore_eos, 0, 0, 0, NULL,
+             "go on past end-of-sequence tokens (benchmarks: always --max-new-tokens)"),
         GEN_SAMPLING_FLAGS(f),
     };
     memcpy(s, table, sizeof table);
@@ -159,6 +161,7 @@ int cmd_generate(int argc, char **argv) {
     c.stop = stops;
     c.n_stop = f.stop ? 1 : 0;
     lm_tool_set_eos(&lm, &c);
+    if (f.ignore_eos) c.n_eos = 0;
     strix_textgen *g = NULL;
     if (!rc) rc = lm_tool_textgen(&lm, &g);
     if (!rc && n >= strix_llama_max_context(lm.model)) {
