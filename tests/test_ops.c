@@ -1106,6 +1106,7 @@ int main(int argc, char **argv) {
         {"cnn", ops_cnn_tests, ops_cnn_test_count},
         {"lrp", ops_lrp_tests, ops_lrp_test_count},
         {"recurrent", ops_recurrent_tests, ops_recurrent_test_count},
+        {"quant", ops_quant_tests, ops_quant_test_count},
     };
     for (size_t i = 0; i < sizeof groups / sizeof groups[0]; i++)
         if (groups[i].count) failed += _cmocka_run_group_tests(groups[i].name, groups[i].tests,

@@ -158,6 +158,45 @@ STRIX_API strix_status strix_gemm_batched(strix_backend *be, const strix_gemm_ba
 STRIX_API strix_status strix_gemm_pack_b(strix_backend *be, const strix_gemm_batch *g,
                                          float *packed, size_t *floats);
 
+// ---- products with weights in block format (GGUF) -----------------------------------------------
+
+/* strix: weight types of strix_matmul_blocks, ggml's block formats with ggml.h's enum ggml_type
+ * numbers (the same numbers as strix_gguf_type of strix/gguf.h). Block layouts and values:
+ * src/kernels/quant.h (values and bytes per block in brackets). */
+typedef enum strix_block_type {
+    STRIX_BLOCK_F32 = 0,  /* [1, 4] */
+    STRIX_BLOCK_F16 = 1,  /* [1, 2] IEEE binary16 */
+    STRIX_BLOCK_Q4_0 = 2, /* [32, 18] f16 d, 4-bit q; d·(q - 8) */
+    STRIX_BLOCK_Q4_1 = 3, /* [32, 20] f16 d, f16 m, 4-bit q; d·q + m */
+    STRIX_BLOCK_Q5_0 = 6, /* [32, 22] d·(q - 16), 5-bit q */
+    STRIX_BLOCK_Q5_1 = 7, /* [32, 24] d·q + m, 5-bit q */
+    STRIX_BLOCK_Q8_0 = 8, /* [32, 34] f16 d, int8 q; q·d */
+    STRIX_BLOCK_Q4_K = 12, /* [256, 144] */
+    STRIX_BLOCK_Q6_K = 14, /* [256, 210] */
+    STRIX_BLOCK_BF16 = 30 /* [1, 2] bfloat16 */
+} strix_block_type;
+
+/* strix: y (rows, out) = x (rows, in) · Wᵀ for W in block format, never dequantized whole:
+ * W is `out` rows of `in` values, row j (output feature j) being in / block consecutive blocks
+ * of type wtype (a strix_block_type): exactly a GGUF 2-D weight of ne = {in, out}, row-major
+ * bytes, any alignment. x and y are float32 row-major; y is overwritten and must not alias x or
+ * w. Each y[r][j] is the dot product of x's row r with W's row j in the fixed order of
+ * kernels/quant.h: 16 lane sums from 0.0f, value i (decoded exactly as ggml and
+ * strix_gguf_dequantize) times x[r][i] rounded and added to lane i mod 16, i ascending, then the
+ * lanes folded pairwise (s = 8, 4, 2, 1: lane k += lane k + s). So every backend, thread count
+ * and `rows` (a token's y does not depend on its batch) gives the bits of strix_gguf_dot of that
+ * row (GPU launchers: one thread per y element, the same function, no contraction).
+ * The CPU backends give each thread a range of output features; up to 12 rows they decode W
+ * block by block in registers (token generation), beyond that tiles of 16 W rows into a
+ * per-thread scratch (STRIX_ERR_ALLOC when it cannot grow).
+ * STRIX_ERR_UNSUPPORTED (naming the type) for a type not above; STRIX_ERR_ARG when in is not a
+ * multiple of the type's block values; NULL x, w or y with rows·out > 0, or y aliasing x or w, is
+ * a contract violation (STRIX_ASSERT). rows or out 0 writes nothing; in 0 gives y = 0.
+ * Source: ggml's mul_mat of a quantized weight (llama.cpp), here with float32 activations. */
+STRIX_API strix_status strix_matmul_blocks(strix_backend *be, const float *x, size_t rows,
+                                           size_t in, int wtype, const void *w, size_t out,
+                                           float *y);
+
 // ---- elementwise and vector --------------------------------------------------------------------
 
 /* Elementwise activations (pulsatrix's order; append-only). */

@@ -195,10 +195,11 @@ STRIX_API strix_status strix_gguf_tensor_to_f32(const strix_gguf_tensor *t, floa
 
 /* Σ w[i]·x[i] of n float32 weights and n float32 x, in the order above. */
 STRIX_API float strix_gguf_dot_f32(const float *w, const float *x, size_t n);
-/* Σ w[i]·x[i] where w is n values of type t in block format at `row` (any alignment): each run of
- * up to 256 values dequantized exactly as strix_gguf_dequantize, then accumulated in the order
- * above (Q4_0, Q4_1 and Q8_0 fused block by block: the same values, the same order). Asserts that
- * t is a type strix reads and n a multiple of its block size. */
+/* Σ w[i]·x[i] where w is n values of type t in block format at `row` (any alignment): each block
+ * (or run of up to 256 values of F32/F16/BF16) dequantized exactly as strix_gguf_dequantize, then
+ * accumulated in the order above (kernels/quant.h's strix_quant_dot, whose bits
+ * strix_matmul_blocks gives on every backend). Asserts that t is a type strix reads and n a
+ * multiple of its block size. */
 STRIX_API float strix_gguf_dot(strix_gguf_type t, const void *row, const float *x, size_t n);
 /* Bytes of a row of n values of type t (n / block values · block bytes); asserts as
  * strix_gguf_dot. */

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "core/backend_impl.h"
+#include "kernels/quant.h" /* block sizes and type names */
 
 #ifdef STRIX_HAVE_OPENMP
 #include <omp.h>
@@ -104,6 +105,28 @@ strix_status strix_gemm_ex(strix_backend *be, const float *a, bool ta, const flo
 strix_status strix_gemm(strix_backend *be, const float *a, const float *b, float *out, size_t m,
                         size_t k, size_t n) {
     return strix_gemm_ex(be, a, false, b, false, out, m, k, n, 0.0f);
+}
+
+strix_status strix_matmul_blocks(strix_backend *be, const float *x, size_t rows, size_t in,
+                                 int wtype, const void *w, size_t out, float *y) {
+    size_t values = 1;
+    if (!strix_quant_block(wtype, &values, NULL)) {
+        const char *name = strix_quant_type_name(wtype);
+        return strix_error(STRIX_ERR_UNSUPPORTED,
+                           "matmul_blocks: weights of type %s (%d) are not supported "
+                           "(F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q6_K are)",
+                           name ? name : "unknown", wtype);
+    }
+    if (in % values != 0)
+        return strix_error(STRIX_ERR_ARG,
+                           "matmul_blocks: in = %zu is not a multiple of the %zu values of a %s "
+                           "block", in, values, strix_quant_type_name(wtype));
+    STRIX_ASSERT(rows == 0 || out == 0 || y != NULL, "matmul_blocks: NULL y");
+    STRIX_ASSERT(rows == 0 || in == 0 || out == 0 || x != NULL, "matmul_blocks: NULL x");
+    STRIX_ASSERT(rows == 0 || in == 0 || out == 0 || w != NULL, "matmul_blocks: NULL w");
+    STRIX_ASSERT(rows == 0 || out == 0 || (y != x && (const void *)y != w),
+                 "matmul_blocks: y aliases x or w");
+    STRIX_DISPATCH(be, matmul_blocks, x, rows, in, wtype, w, out, y);
 }
 
 strix_status strix_gemm_batched(strix_backend *be, const strix_gemm_batch *g) {

@@ -7,6 +7,7 @@
 
 #include <stdint.h>
 
+#include "kernels/quant.h" /* strix_half_to_float_bits */
 #include "strix/safetensors.h"
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
@@ -23,19 +24,9 @@ strix_status st_open_regular(const char *path, int *fd, uint64_t *size);
 strix_status st_read_whole(int fd, const char *path, size_t size, unsigned char **buf);
 #define ST_EXACT_INT_MAX 9007199254740992.0  /* 2^53: larger JSON numbers are not exact */
 
-/* IEEE binary16 bits -> float32 bits, exact (subnormals normalised, inf/NaN payload kept). */
-static inline uint32_t st_half_to_float_bits(uint16_t h) {
-    uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
-    uint32_t exp = (h >> 10) & 0x1fu, man = h & 0x3ffu;
-    if (exp == 0x1f) return sign | 0x7f800000u | (man << 13);
-    if (exp == 0) {
-        if (man == 0) return sign;
-        uint32_t e = 0; /* shifts until the leading 1 reaches the implicit bit */
-        while (!(man & 0x400u)) man <<= 1, e++;
-        return sign | ((113u - e) << 23) | ((man & 0x3ffu) << 13);
-    }
-    return sign | ((exp + 112u) << 23) | (man << 13);
-}
+/* IEEE binary16 bits -> float32 bits, exact (subnormals normalised, inf/NaN payload kept):
+ * kernels/quant.h's conversion, the one GGUF blocks use too. */
+static inline uint32_t st_half_to_float_bits(uint16_t h) { return strix_half_to_float_bits(h); }
 
 /* float32 bits -> binary16 bits, rounded to nearest, ties to even; overflow gives ±inf, a NaN
  * stays a (quiet) NaN. */

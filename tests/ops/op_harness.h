@@ -128,5 +128,8 @@ OP_GROUP(cnn)
 OP_GROUP(lrp)
 OP_GROUP(recurrent)
 #undef OP_GROUP
+/* cases_quant.c (strix_matmul_blocks): tests only, no golden table. */
+extern const struct CMUnitTest ops_quant_tests[];
+extern const size_t ops_quant_test_count;
 
 #endif
