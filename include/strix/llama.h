@@ -12,8 +12,11 @@
  * RoPE). RoPE tables are computed in double and rounded to float32 (inv_freq as transformers'
  * modeling_rope_utils.py: default, "linear", "llama3"; GGUF's rope_freqs factors).
  *
- * Weights are upcast exactly to float32 at load (F16, BF16, and GGUF's quantized blocks as ggml
- * dequantizes them) into one backend block. The KV cache holds max_context positions per layer
+ * A Hugging Face folder's weights are upcast exactly to float32 at load (F16, BF16) into one
+ * backend block. A GGUF file's weight matrices stay in the file's block format (memory-mapped; a
+ * GPU backend gets a copy) and are multiplied by strix_matmul_blocks, which decodes each block
+ * exactly as ggml dequantizes it: the float32 model's arithmetic on 4-8x fewer bytes; its norms
+ * and biases are float32. The KV cache holds max_context positions per layer
  * at the K/V-head count, after QK-norm and RoPE; it is allocated at load. Logits and relevances
  * are returned in host memory. Not here: tokenization (strix/tokenizer.h), sampling and chat
  * (the strix command), training, batches of several sequences, MoE, sliding-window attention,
@@ -65,6 +68,9 @@ typedef struct strix_llama_options {
     const char *backend;         /* strix_backend_init name; NULL: "cpu" */
     int max_context;             /* KV-cache positions; 0: max_position_embeddings capped at 4096;
                                     larger than max_position_embeddings is refused */
+    bool dequantize;             /* GGUF: hold every weight matrix as float32 instead of the file's
+                                    blocks (4-8x the memory of Q8_0/Q4 weights; the same results
+                                    bit for bit, since both are multiplied in one summation order) */
 } strix_llama_options;
 
 /* Loads a model. path: a folder with config.json and model.safetensors or a sharded

@@ -227,7 +227,8 @@ static int explain_step(lm_tool *lm, const lm_explain_flags *f, const int32_t *i
         rc = tool_fail(strix_error(STRIX_ERR_ALLOC, "out of memory"));
     if (!rc) rc = show(f, &re, step, color);
     if (f->words && re.start != start) render_group_free(&re);
-    fprintf(stderr, "strix: explained %zu tokens in %.3f s\n", n, secs);
+    fprintf(stderr, "strix: explained %zu tokens in %.3f s (peak RSS %.0f MB)\n", n, secs,
+            lm_tool_peak_rss_mb());
     free(pred);
     free(tgt);
     free(con);

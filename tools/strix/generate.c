@@ -100,9 +100,9 @@ static void summary(const gen_flags *f, size_t prompt_n, double prompt_s, size_t
                     strix_textgen_stop why) {
     if (f->quiet) return;
     fprintf(stderr, "\n[prompt %zu tokens in %.2f s (%.1f tokens/s); generated %zu tokens in "
-                    "%.2f s (%.1f tokens/s); stopped: %s]\n",
+                    "%.2f s (%.1f tokens/s); stopped: %s; peak RSS %.0f MB]\n",
             prompt_n, prompt_s, prompt_s > 0 ? (double)prompt_n / prompt_s : 0.0, n, s,
-            s > 0 ? (double)n / s : 0.0, strix_textgen_stop_name(why));
+            s > 0 ? (double)n / s : 0.0, strix_textgen_stop_name(why), lm_tool_peak_rss_mb());
 }
 
 static void generate_specs(gen_flags *f, arg_spec *s) {

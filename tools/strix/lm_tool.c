@@ -34,7 +34,7 @@ bool lm_tool_is_model_path(const char *path) {
     return gguf;
 }
 
-static double peak_rss_mb(void) {
+double lm_tool_peak_rss_mb(void) {
     struct rusage ru;
     return getrusage(RUSAGE_SELF, &ru) == 0 ? (double)ru.ru_maxrss / 1024.0 : 0.0;
 }
@@ -77,7 +77,7 @@ int lm_tool_open(lm_tool *lm, const char *cmd, const lm_tool_flags *f) {
 void lm_tool_report(const lm_tool *lm) {
     const strix_llama_config *c = strix_llama_get_config(lm->model);
     size_t params = strix_llama_parameter_count(lm->model);
-    double rss = peak_rss_mb();
+    double rss = lm_tool_peak_rss_mb();
     fprintf(stderr, "strix: %s: %s, %.1f M parameters (%d layers, d %d, %d/%d heads), context "
                     "%zu; loaded in %.2f s, peak RSS %.0f MB (%.2f bytes per parameter)\n",
             lm->path, c->architecture, (double)params / 1e6, c->num_layers, c->hidden_size,

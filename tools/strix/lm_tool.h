@@ -73,6 +73,8 @@ int lm_tool_render_chat(lm_tool *lm, const char *cmd, const strix_chat_message *
                         char **text);
 /* c->eos: the model's end ids, the tokenizer's and the chat template's end token. */
 void lm_tool_set_eos(lm_tool *lm, strix_textgen_config *c);
+/* The process's peak resident memory so far, in MB (getrusage). */
+double lm_tool_peak_rss_mb(void);
 /* A generator over the model's KV cache. */
 int lm_tool_textgen(lm_tool *lm, strix_textgen **g);
 

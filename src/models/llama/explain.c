@@ -40,17 +40,42 @@ typedef struct explain_work {
     float *P, *gP;            /* (n, n): one head */
     float *zeros;             /* (n·max(C, H·D)) */
     float *seed;              /* (C) */
+    float *wbuf;              /* (largest matrix): a block-held weight decoded (llama_mat_dense) */
+    float *stage;             /* host (largest matrix) on a GPU backend, else NULL */
 } explain_work;
+
+/* The floats of the largest layer matrix. */
+static size_t largest_matrix(const strix_llama_config *c) {
+    size_t C = (size_t)c->hidden_size, I = (size_t)c->intermediate_size;
+    size_t HD = (size_t)c->num_heads * (size_t)c->head_dim;
+    size_t big = I * C > HD * C ? I * C : HD * C;
+    return big;
+}
+
+/* gout (+)= gin (n, rows) · W (rows, cols): a Linear's input gradient, W float32 or decoded. */
+static strix_status linear_back(strix_llama *m, explain_work *e, const float *gin,
+                                const llama_mat *w, float *gout, size_t n, float beta) {
+    const float *W;
+    STRIX_TRY(llama_mat_dense(m, w, e->wbuf, e->stage, &W));
+    return strix_gemm_ex(m->be, gin, false, W, false, gout, n, w->rows, w->cols, beta);
+}
 
 static strix_status explain_work_alloc(strix_llama *m, size_t n, explain_work *e) {
     const strix_llama_config *c = &m->cfg;
     size_t C = (size_t)c->hidden_size, I = (size_t)c->intermediate_size;
     size_t HD = (size_t)c->num_heads * (size_t)c->head_dim;
     size_t KD = (size_t)c->num_kv_heads * (size_t)c->head_dim, L = (size_t)c->num_layers;
+    bool blocks = m->embed.f == NULL;
+    size_t W = blocks ? largest_matrix(c) : 0;
     size_t sizes[] = {(L + 1) * n * C, n * C, n * C, n * C, n * C, n * I, n * I, n * I,
-                      n * HD, n * HD, n * KD, n * KD, n * n, n * n, n * (C > HD ? C : HD), C};
+                      n * HD, n * HD, n * KD, n * KD, n * n, n * n, n * (C > HD ? C : HD), C, W};
     float **views[] = {&e->X, &e->xt, &e->gx, &e->gt, &e->gxn, &e->gh, &e->ga, &e->gu,
-                       &e->gq, &e->gattn, &e->gk, &e->gv, &e->P, &e->gP, &e->zeros, &e->seed};
+                       &e->gq, &e->gattn, &e->gk, &e->gv, &e->P, &e->gP, &e->zeros, &e->seed,
+                       &e->wbuf};
+    if (blocks && strix_backend_device(m->be) != STRIX_DEVICE_CPU) {
+        e->stage = malloc(W * sizeof(float));
+        if (!e->stage) return strix_error(STRIX_ERR_ALLOC, "llama explain: out of memory");
+    }
     size_t count = sizeof sizes / sizeof sizes[0], total = 0;
     for (size_t i = 0; i < count; i++) total += (sizes[i] + 15) & ~(size_t)15;
     STRIX_TRY(strix_alloc(m->be, total * sizeof(float), (void **)&e->block));
@@ -75,7 +100,7 @@ static strix_status mlp_back(strix_llama *m, int l, size_t n, const llama_work *
     const llama_layer *L = &m->layers[l];
     strix_backend *be = m->be;
     size_t C = (size_t)m->cfg.hidden_size, I = (size_t)m->cfg.intermediate_size, nI = n * I;
-    STRIX_TRY(strix_gemm_ex(be, e->gx, false, L->wd, false, e->gh, n, C, I, 0.0f));
+    STRIX_TRY(linear_back(m, e, e->gx, &L->wd, e->gh, n, 0.0f));
     // uniform rule on act ⊙ up
     STRIX_TRY(strix_mul(be, w->up, e->gh, e->ga, nI));
     STRIX_TRY(strix_axpby(be, 0.5f, e->ga, 0.0f, NULL, e->ga, nI));
@@ -85,8 +110,8 @@ static strix_status mlp_back(strix_llama *m, int l, size_t n, const llama_work *
     STRIX_TRY(strix_lrp_stabilized_divide(be, w->act, w->gate, NULL, e->gh, nI, 1e-10f,
                                           STRIX_LRP_GATE_NONE));
     STRIX_TRY(strix_mul(be, e->gh, e->ga, e->ga, nI));
-    STRIX_TRY(strix_gemm_ex(be, e->ga, false, L->wg, false, e->gxn, n, I, C, 0.0f));
-    STRIX_TRY(strix_gemm_ex(be, e->gu, false, L->wu, false, e->gxn, n, I, C, 1.0f));
+    STRIX_TRY(linear_back(m, e, e->ga, &L->wg, e->gxn, n, 0.0f));
+    STRIX_TRY(linear_back(m, e, e->gu, &L->wu, e->gxn, n, 1.0f));
     STRIX_TRY(norm_back(m, e, e->gxn, L->ffn_norm, w->rms2, e->gt, n, C));
     return strix_add(be, e->gx, e->gt, e->gx, n * C);
 }
@@ -101,7 +126,7 @@ static strix_status attention_back(strix_llama *m, int l, size_t n, const llama_
     size_t C = (size_t)c->hidden_size, D = (size_t)c->head_dim, H = (size_t)c->num_heads;
     size_t KV = (size_t)c->num_kv_heads, HD = H * D, KD = KV * D, group = H / KV;
     float scale = (float)(1.0 / sqrt((double)D));
-    STRIX_TRY(strix_gemm_ex(be, e->gx, false, L->wo, false, e->gattn, n, C, HD, 0.0f));
+    STRIX_TRY(linear_back(m, e, e->gx, &L->wo, e->gattn, n, 0.0f));
     for (size_t h = 0; h < H; h++) {
         size_t g = h / group;
         float beta = h % group == 0 ? 0.0f : 1.0f; /* the group's heads sum into gk, gv */
@@ -138,9 +163,9 @@ static strix_status attention_back(strix_llama *m, int l, size_t n, const llama_
         STRIX_TRY(norm_back(m, e, e->gq, L->q_norm, w->qrms, e->gq, n * H, D));
         STRIX_TRY(norm_back(m, e, e->gk, L->k_norm, w->krms, e->gk, n * KV, D));
     }
-    STRIX_TRY(strix_gemm_ex(be, e->gq, false, L->wq, false, e->gxn, n, HD, C, 0.0f));
-    STRIX_TRY(strix_gemm_ex(be, e->gk, false, L->wk, false, e->gxn, n, KD, C, 1.0f));
-    STRIX_TRY(strix_gemm_ex(be, e->gv, false, L->wv, false, e->gxn, n, KD, C, 1.0f));
+    STRIX_TRY(linear_back(m, e, e->gq, &L->wq, e->gxn, n, 0.0f));
+    STRIX_TRY(linear_back(m, e, e->gk, &L->wk, e->gxn, n, 1.0f));
+    STRIX_TRY(linear_back(m, e, e->gv, &L->wv, e->gxn, n, 1.0f));
     STRIX_TRY(norm_back(m, e, e->gxn, L->attn_norm, w->rms, e->gt, n, C));
     return strix_add(be, e->gx, e->gt, e->gx, n * C);
 }
@@ -161,8 +186,7 @@ static strix_status forward_keep(strix_llama *m, const int32_t *ids, size_t n, l
     const strix_llama_config *c = &m->cfg;
     size_t C = (size_t)c->hidden_size, V = (size_t)c->vocab_size, nC = n * C;
     m->cached = 0;
-    STRIX_TRY(strix_copy(be, m->ids_dev, ids, n * sizeof(int32_t), STRIX_COPY_H2D));
-    STRIX_TRY(strix_gather_rows(be, m->embed, m->ids_dev, e->X, n, C));
+    STRIX_TRY(llama_embed(m, ids, n, e->X));
     for (int l = 0; l < c->num_layers; l++) {
         float *next = e->X + (size_t)(l + 1) * nC;
         STRIX_TRY(strix_copy(be, next, e->X + (size_t)l * nC, nC * sizeof(float),
@@ -188,7 +212,8 @@ static strix_status explain_run(strix_llama *m, const int32_t *ids, size_t n, in
     strix_backend *be = m->be;
     const strix_llama_config *c = &m->cfg;
     size_t C = (size_t)c->hidden_size, V = (size_t)c->vocab_size, nC = n * C;
-    float *host = malloc((V > 2 * nC ? V : 2 * nC) * sizeof(float));
+    size_t hn = V > 2 * nC ? V : 2 * nC;
+    float *host = malloc((hn > 2 * C ? hn : 2 * C) * sizeof(float));
     if (!host) return strix_error(STRIX_ERR_ALLOC, "llama explain: out of memory");
     strix_status s = forward_keep(m, ids, n, w, e, host);
     if (s == STRIX_OK) {
@@ -207,12 +232,11 @@ static strix_status explain_run(strix_llama *m, const int32_t *ids, size_t n, in
     }
     // the seed: the lm_head row of the target (minus the contrast's) at the last position,
     // through the final norm; the other positions get no gradient
-    const float *w_t = m->lm_head + (size_t)info->target * C;
     if (s == STRIX_OK) s = strix_fill(be, e->gx, 0.0f, nC);
-    if (s == STRIX_OK)
-        s = contrast >= 0 ? strix_axpby(be, 1.0f, w_t, -1.0f, m->lm_head + (size_t)contrast * C,
-                                        e->seed, C)
-                          : strix_copy(be, e->seed, w_t, C * sizeof(float), STRIX_COPY_D2D);
+    if (s == STRIX_OK) s = llama_mat_row(m, m->lm_head, (size_t)info->target, host);
+    if (s == STRIX_OK && contrast >= 0) s = llama_mat_row(m, m->lm_head, (size_t)contrast, host + C);
+    for (size_t d = 0; s == STRIX_OK && contrast >= 0 && d < C; d++) host[d] -= host[C + d];
+    if (s == STRIX_OK) s = strix_copy(be, e->seed, host, C * sizeof(float), STRIX_COPY_H2D);
     if (s == STRIX_OK)
         s = norm_back(m, e, e->seed, m->final_norm, w->rms, e->gx + (n - 1) * C, 1, C);
     for (int l = c->num_layers - 1; l >= 0 && s == STRIX_OK; l--) {
@@ -260,6 +284,7 @@ strix_status strix_llama_explain(strix_llama *m, const int32_t *ids, size_t n, i
     if (s == STRIX_OK) s = explain_work_alloc(m, n, &e);
     if (s == STRIX_OK) s = explain_run(m, ids, n, target, contrast, relevance, info, &w, &e);
     strix_free(m->be, e.block);
+    free(e.stage);
     llama_work_free(m, &w);
     return s;
 }

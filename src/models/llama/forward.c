@@ -57,11 +57,54 @@ strix_status llama_work_ensure(strix_llama *m, llama_work *w, size_t rows, size_
 
 // ---- pieces ------------------------------------------------------------------------------------
 
-strix_status llama_linear(strix_backend *be, const float *x, const float *w, const float *b,
+strix_status llama_linear(strix_backend *be, const float *x, const llama_mat *w, const float *b,
                           float *y, size_t T, size_t in, size_t out) {
-    STRIX_TRY(strix_gemm_ex(be, x, false, w, true, y, T, in, out, 0.0f));
+    if (w->f) STRIX_TRY(strix_gemm_ex(be, x, false, w->f, true, y, T, in, out, 0.0f));
+    else STRIX_TRY(strix_matmul_blocks(be, x, T, in, w->type, w->dev, out, y));
     if (b) STRIX_TRY(strix_add_row_vector(be, y, b, y, T, out));
     return STRIX_OK;
+}
+
+strix_status llama_mat_row(strix_llama *m, const llama_mat *w, size_t r, float *row) {
+    if (w->f)
+        return strix_copy(m->be, row, w->f + r * w->cols, w->cols * sizeof(float),
+                          STRIX_COPY_D2H);
+    size_t bytes = strix_gguf_row_bytes((strix_gguf_type)w->type, w->cols);
+    return strix_gguf_dequantize((strix_gguf_type)w->type, (const char *)w->host + r * bytes,
+                                 w->cols, row);
+}
+
+strix_status llama_mat_dense(strix_llama *m, const llama_mat *w, float *scratch, float *stage,
+                             const float **out) {
+    if (w->f) {
+        *out = w->f;
+        return STRIX_OK;
+    }
+    size_t n = w->rows * w->cols;
+    bool cpu = strix_backend_device(m->be) == STRIX_DEVICE_CPU;
+    STRIX_TRY(strix_gguf_dequantize((strix_gguf_type)w->type, w->host, n, cpu ? scratch : stage));
+    if (!cpu) STRIX_TRY(strix_copy(m->be, scratch, stage, n * sizeof(float), STRIX_COPY_H2D));
+    *out = scratch;
+    return STRIX_OK;
+}
+
+strix_status llama_embed(strix_llama *m, const int32_t *ids, size_t n, float *x) {
+    size_t C = (size_t)m->cfg.hidden_size;
+    if (m->embed.f) {
+        STRIX_TRY(strix_copy(m->be, m->ids_dev, ids, n * sizeof(int32_t), STRIX_COPY_H2D));
+        return strix_gather_rows(m->be, m->embed.f, m->ids_dev, x, n, C);
+    }
+    bool cpu = strix_backend_device(m->be) == STRIX_DEVICE_CPU;
+    float *host = cpu ? x : malloc(n * C * sizeof(float));
+    if (!host) return strix_error(STRIX_ERR_ALLOC, "llama: out of memory (embedding rows)");
+    strix_status s = STRIX_OK;
+    for (size_t t = 0; t < n && s == STRIX_OK; t++)
+        s = llama_mat_row(m, &m->embed, (size_t)ids[t], host + t * C);
+    if (!cpu) {
+        if (s == STRIX_OK) s = strix_copy(m->be, x, host, n * C * sizeof(float), STRIX_COPY_H2D);
+        free(host);
+    }
+    return s;
 }
 
 strix_status llama_head_probs(strix_llama *m, int l, int head, const float *q, size_t T,
@@ -99,9 +142,9 @@ static strix_status attention(strix_llama *m, int l, float *x, size_t T, size_t 
     size_t C = (size_t)c->hidden_size, D = (size_t)c->head_dim, H = (size_t)c->num_heads;
     size_t KV = (size_t)c->num_kv_heads, HD = H * D, KD = KV * D, ctx = pos0 + T;
     STRIX_TRY(rms_norm(m, x, L->attn_norm, w->xn, w->rms, T, C));
-    STRIX_TRY(llama_linear(be, w->xn, L->wq, L->bq, w->q, T, C, HD));
-    STRIX_TRY(llama_linear(be, w->xn, L->wk, L->bk, w->k, T, C, KD));
-    STRIX_TRY(llama_linear(be, w->xn, L->wv, L->bv, w->v, T, C, KD));
+    STRIX_TRY(llama_linear(be, w->xn, &L->wq, L->bq, w->q, T, C, HD));
+    STRIX_TRY(llama_linear(be, w->xn, &L->wk, L->bk, w->k, T, C, KD));
+    STRIX_TRY(llama_linear(be, w->xn, &L->wv, L->bv, w->v, T, C, KD));
     if (c->qk_norm) { /* Qwen3: per head, before RoPE */
         STRIX_TRY(rms_norm(m, w->q, L->q_norm, w->q, w->qrms, T * H, D));
         STRIX_TRY(rms_norm(m, w->k, L->k_norm, w->k, w->krms, T * KV, D));
@@ -128,7 +171,7 @@ static strix_status attention(strix_llama *m, int l, float *x, size_t T, size_t 
             .skip = pos0 == 0 ? STRIX_GEMM_A_LOWER : STRIX_GEMM_FULL};
         STRIX_TRY(strix_gemm_batched(be, &gb));
     }
-    STRIX_TRY(llama_linear(be, w->attn, L->wo, L->bo, w->o, T, HD, C));
+    STRIX_TRY(llama_linear(be, w->attn, &L->wo, L->bo, w->o, T, HD, C));
     return strix_add(be, x, w->o, x, T * C);
 }
 
@@ -138,11 +181,11 @@ static strix_status mlp(strix_llama *m, int l, float *x, size_t T, llama_work *w
     strix_backend *be = m->be;
     size_t C = (size_t)m->cfg.hidden_size, I = (size_t)m->cfg.intermediate_size;
     STRIX_TRY(rms_norm(m, x, L->ffn_norm, w->xn, w->rms2, T, C));
-    STRIX_TRY(llama_linear(be, w->xn, L->wg, NULL, w->gate, T, C, I));
-    STRIX_TRY(llama_linear(be, w->xn, L->wu, NULL, w->up, T, C, I));
+    STRIX_TRY(llama_linear(be, w->xn, &L->wg, NULL, w->gate, T, C, I));
+    STRIX_TRY(llama_linear(be, w->xn, &L->wu, NULL, w->up, T, C, I));
     STRIX_TRY(strix_elementwise(be, STRIX_ACT_SILU, w->gate, w->act, T * I));
     STRIX_TRY(strix_mul(be, w->act, w->up, w->h, T * I));
-    STRIX_TRY(llama_linear(be, w->h, L->wd, NULL, w->o, T, I, C));
+    STRIX_TRY(llama_linear(be, w->h, &L->wd, NULL, w->o, T, I, C));
     return strix_add(be, x, w->o, x, T * C);
 }
 
@@ -181,10 +224,10 @@ static strix_status run(strix_llama *m, const int32_t *ids, size_t n, size_t sta
     size_t C = (size_t)c->hidden_size, V = (size_t)c->vocab_size;
     llama_work *w = &m->work;
     float *x = m->x_dev;
-    strix_status s = strix_copy(be, m->ids_dev, ids, n * sizeof(int32_t), STRIX_COPY_H2D);
+    strix_status s = STRIX_OK;
     for (size_t done = 0; s == STRIX_OK && done < n;) {
         size_t T = n - done < m->chunk ? n - done : m->chunk, pos0 = start + done;
-        s = strix_gather_rows(be, m->embed, m->ids_dev + done, x, T, C);
+        s = llama_embed(m, ids + done, T, x);
         for (int l = 0; s == STRIX_OK && l < c->num_layers; l++)
             s = llama_layer_forward(m, l, x, T, pos0, w);
         m->cached = s == STRIX_OK ? pos0 + T : start;

@@ -158,22 +158,24 @@ static strix_status gguf_config(const char *who, const strix_gguf *g, strix_llam
 // ---- tensors -----------------------------------------------------------------------------------
 
 /* One tensor the model expects: GGUF name, (rows, cols) as (out, in) (cols 0: a vector), its
- * destination and the head count of a Q/K permutation to undo (0: none). */
+ * destination (a float32 vector, or a matrix held in blocks) and the head count of a Q/K
+ * permutation to undo (0: none). */
 typedef struct gexpected {
     char name[64];
     int64_t rows, cols;
     float *dst;
+    llama_mat *mat;
     int perm_heads;
 } gexpected;
 
-static int gguf_expected(const strix_llama *m, gexpected *list) {
+static int gguf_expected(strix_llama *m, gexpected *list) {
     const strix_llama_config *c = &m->cfg;
     int64_t C = c->hidden_size, V = c->vocab_size, I = c->intermediate_size, D = c->head_dim;
     int64_t HD = (int64_t)c->num_heads * D, KD = (int64_t)c->num_kv_heads * D;
     bool llama = strcmp(c->architecture, "llama") == 0; /* the converter permutes Q and K */
     int qp = llama ? c->num_heads : 0, kp = llama ? c->num_kv_heads : 0;
     int n = 0;
-#define GEXPECT(dst_, r_, c_, perm_, ...)                                                      \
+#define GEXPECT_(dst_, mat_, r_, c_, perm_, ...)                                                \
     do {                                                                                       \
         if (list) {                                                                            \
             gexpected *e = &list[n];                                                           \
@@ -181,36 +183,41 @@ static int gguf_expected(const strix_llama *m, gexpected *list) {
             e->rows = (r_);                                                                    \
             e->cols = (c_);                                                                    \
             e->dst = (dst_);                                                                   \
+            e->mat = (mat_);                                                                   \
             e->perm_heads = (perm_);                                                           \
         }                                                                                      \
         n++;                                                                                   \
     } while (0)
-    GEXPECT(m->embed, V, C, 0, "token_embd.weight");
+#define GEXPECT(dst_, r_, c_, perm_, ...) GEXPECT_(dst_, NULL, r_, c_, perm_, __VA_ARGS__)
+#define GMAT(mat_, r_, c_, perm_, ...) GEXPECT_(NULL, mat_, r_, c_, perm_, __VA_ARGS__)
+    GMAT(&m->embed, V, C, 0, "token_embd.weight");
     for (int l = 0; l < c->num_layers; l++) {
-        const llama_layer *L = &m->layers[l];
+        llama_layer *L = &m->layers[l];
         GEXPECT(L->attn_norm, C, 0, 0, "blk.%d.attn_norm.weight", l);
-        GEXPECT(L->wq, HD, C, qp, "blk.%d.attn_q.weight", l);
-        GEXPECT(L->wk, KD, C, kp, "blk.%d.attn_k.weight", l);
-        GEXPECT(L->wv, KD, C, 0, "blk.%d.attn_v.weight", l);
+        GMAT(&L->wq, HD, C, qp, "blk.%d.attn_q.weight", l);
+        GMAT(&L->wk, KD, C, kp, "blk.%d.attn_k.weight", l);
+        GMAT(&L->wv, KD, C, 0, "blk.%d.attn_v.weight", l);
         if (c->attention_bias) {
             GEXPECT(L->bq, HD, 0, qp, "blk.%d.attn_q.bias", l);
             GEXPECT(L->bk, KD, 0, kp, "blk.%d.attn_k.bias", l);
             GEXPECT(L->bv, KD, 0, 0, "blk.%d.attn_v.bias", l);
         }
-        GEXPECT(L->wo, C, HD, 0, "blk.%d.attn_output.weight", l);
+        GMAT(&L->wo, C, HD, 0, "blk.%d.attn_output.weight", l);
         if (c->o_bias) GEXPECT(L->bo, C, 0, 0, "blk.%d.attn_output.bias", l);
         if (c->qk_norm) {
             GEXPECT(L->q_norm, D, 0, 0, "blk.%d.attn_q_norm.weight", l);
             GEXPECT(L->k_norm, D, 0, 0, "blk.%d.attn_k_norm.weight", l);
         }
         GEXPECT(L->ffn_norm, C, 0, 0, "blk.%d.ffn_norm.weight", l);
-        GEXPECT(L->wg, I, C, 0, "blk.%d.ffn_gate.weight", l);
-        GEXPECT(L->wu, I, C, 0, "blk.%d.ffn_up.weight", l);
-        GEXPECT(L->wd, C, I, 0, "blk.%d.ffn_down.weight", l);
+        GMAT(&L->wg, I, C, 0, "blk.%d.ffn_gate.weight", l);
+        GMAT(&L->wu, I, C, 0, "blk.%d.ffn_up.weight", l);
+        GMAT(&L->wd, C, I, 0, "blk.%d.ffn_down.weight", l);
     }
     GEXPECT(m->final_norm, C, 0, 0, "output_norm.weight");
-    if (!c->tie_word_embeddings) GEXPECT(m->lm_head, V, C, 0, "output.weight");
+    if (!c->tie_word_embeddings) GMAT(&m->head, V, C, 0, "output.weight");
+#undef GMAT
 #undef GEXPECT
+#undef GEXPECT_
     return n;
 }
 
@@ -220,18 +227,54 @@ static bool gguf_shape_ok(const strix_gguf_tensor *t, const gexpected *e) {
     return t->ndim == 2 && t->ne[0] == e->cols && t->ne[1] == e->rows;
 }
 
-/* Undoes convert_hf_to_gguf.py's LlamaModel.permute over `rows` rows of `cols` floats: the HF
- * row h·D + s·D/2 + i was written as h·D + 2i + s (s in {0, 1}, i < D/2). */
-static void unpermute(const float *src, float *dst, size_t rows, size_t cols, int heads) {
+/* Undoes convert_hf_to_gguf.py's LlamaModel.permute over `rows` rows of `row_bytes` bytes
+ * (whole blocks, or floats): the HF row h·D + s·D/2 + i was written as h·D + 2i + s (s in
+ * {0, 1}, i < D/2). */
+static void unpermute(const void *src, void *dst, size_t rows, size_t row_bytes, int heads) {
     size_t D = rows / (size_t)heads, half = D / 2;
     for (size_t h = 0; h < (size_t)heads; h++)
         for (size_t s = 0; s < 2; s++)
             for (size_t i = 0; i < half; i++)
-                memcpy(dst + (h * D + s * half + i) * cols, src + (h * D + 2 * i + s) * cols,
-                       cols * sizeof(float));
+                memcpy((char *)dst + (h * D + s * half + i) * row_bytes,
+                       (const char *)src + (h * D + 2 * i + s) * row_bytes, row_bytes);
 }
 
-static strix_status gguf_tensors(const char *who, strix_llama *m, const strix_gguf *g) {
+/* Matrix e held in blocks: the file's bytes (rows unpermuted into a copy where needed, or
+ * dequantized to F32 blocks when `dequantize`), in backend memory (a CPU backend uses them in
+ * place). */
+static strix_status gguf_matrix(strix_llama *m, const gexpected *e, const strix_gguf_tensor *t,
+                                bool dequantize) {
+    llama_mat *w = e->mat;
+    size_t rows = (size_t)e->rows, cols = (size_t)e->cols, bytes = t->nbytes;
+    w->type = (int)t->type;
+    w->host = t->data;
+    if (dequantize) {
+        w->type = STRIX_BLOCK_F32;
+        bytes = t->numel * sizeof(float);
+        w->own_host = malloc(2 * bytes);
+        if (!w->own_host) return strix_error(STRIX_ERR_ALLOC, "llama: out of memory");
+        STRIX_TRY(strix_gguf_tensor_to_f32(t, w->own_host, t->numel));
+        w->host = w->own_host;
+    }
+    if (e->perm_heads > 0) {
+        void *copy = (char *)w->own_host + (dequantize ? bytes : 0);
+        if (!dequantize && !(copy = w->own_host = malloc(bytes)))
+            return strix_error(STRIX_ERR_ALLOC, "llama: out of memory");
+        unpermute(w->host, copy, rows, bytes / rows, e->perm_heads);
+        w->host = copy;
+    }
+    if (strix_backend_device(m->be) == STRIX_DEVICE_CPU) {
+        w->dev = w->host;
+        return STRIX_OK;
+    }
+    STRIX_TRY(strix_alloc(m->be, bytes, &w->own_dev));
+    w->dev = w->own_dev;
+    (void)cols;
+    return strix_copy(m->be, w->own_dev, w->host, bytes, STRIX_COPY_H2D);
+}
+
+static strix_status gguf_tensors(const char *who, strix_llama *m, const strix_gguf *g,
+                                 bool dequantize) {
     int n = gguf_expected(m, NULL);
     gexpected *list = calloc((size_t)n, sizeof *list);
     if (!list) return strix_error(STRIX_ERR_ALLOC, "llama: out of memory");
@@ -259,17 +302,21 @@ static strix_status gguf_tensors(const char *who, strix_llama *m, const strix_gg
                             (long long)(list[i].cols ? list[i].cols : list[i].rows),
                             list[i].cols ? ", " : "", (long long)(list[i].cols ? list[i].rows : 0));
         }
-        if (t && t->numel > biggest) biggest = t->numel;
+        if (t && !list[i].mat && t->numel > biggest) biggest = t->numel;
     }
     float *staging = s == STRIX_OK ? malloc(2 * biggest * sizeof(float)) : NULL;
     if (s == STRIX_OK && !staging) s = strix_error(STRIX_ERR_ALLOC, "llama: out of memory");
     for (int i = 0; i < n && s == STRIX_OK; i++) {
         const strix_gguf_tensor *t = strix_gguf_find_tensor(g, list[i].name);
+        if (list[i].mat) {
+            s = gguf_matrix(m, &list[i], t, dequantize);
+            continue;
+        }
         s = strix_gguf_tensor_to_f32(t, staging, biggest);
         const float *src = staging;
-        if (s == STRIX_OK && list[i].perm_heads > 0) {
-            size_t cols = list[i].cols ? (size_t)list[i].cols : 1;
-            unpermute(staging, staging + biggest, (size_t)list[i].rows, cols, list[i].perm_heads);
+        if (s == STRIX_OK && list[i].perm_heads > 0) { /* a Q/K bias: rows of one float */
+            unpermute(staging, staging + biggest, (size_t)list[i].rows, sizeof(float),
+                      list[i].perm_heads);
             src = staging + biggest;
         }
         if (s == STRIX_OK) s = llama_upload(m, list[i].dst, src, t->numel);
@@ -405,12 +452,13 @@ strix_status llama_load_gguf(const char *path, const strix_llama_options *opt,
     strix_backend *be = NULL;
     strix_llama *m = NULL;
     if (s == STRIX_OK) s = llama_open_backend(opt, &be);
-    if (s == STRIX_OK) s = llama_alloc(be, &c, max_ctx, factors, &m);
+    if (s == STRIX_OK) s = llama_alloc(be, &c, max_ctx, factors, true, &m);
     free(factors);
-    if (s == STRIX_OK) s = gguf_tensors(path, m, g);
+    if (s == STRIX_OK) m->gguf = g; /* its mapping holds the weights; freed with the model */
+    else strix_gguf_free(g);
+    if (s == STRIX_OK) s = gguf_tensors(path, m, g, opt && opt->dequantize);
     if (s == STRIX_OK) s = gguf_tokenizer(path, m, g);
     if (s == STRIX_OK) s = gguf_chat_template(g, &m->chat_template);
-    strix_gguf_free(g);
     if (s != STRIX_OK) {
         strix_llama_free(m);
         return s;

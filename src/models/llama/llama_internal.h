@@ -7,18 +7,34 @@
 #ifndef STRIX_LLAMA_INTERNAL_H
 #define STRIX_LLAMA_INTERNAL_H
 
+#include "strix/gguf.h"
 #include "strix/llama.h"
+
+/* A weight matrix (out, in): float32 in the parameter block (a Hugging Face folder), or the
+ * blocks of a GGUF tensor as the file holds them (any block type, F32 included), multiplied by
+ * strix_matmul_blocks: 4-6x fewer bytes per token than float32 for Q4/Q8 weights, and the same
+ * bits as the float32 weights they dequantize to (strix_matmul_blocks sums in one order for
+ * every type). */
+typedef struct llama_mat {
+    float *f;             /* (out, in) float32 view of the parameter block; NULL: blocks */
+    const void *dev;      /* blocks in backend memory (a CPU backend: the file's mapping) */
+    const void *host;     /* the same blocks in host memory (decoding rows) */
+    void *own_dev;        /* backend memory of dev to free (a GPU copy, Q/K rows unpermuted) */
+    void *own_host;       /* host memory of host to free (Q/K rows unpermuted) */
+    int type;             /* strix_block_type of the blocks */
+    size_t rows, cols;    /* out, in */
+} llama_mat;
 
 /* One layer's parameters (views into the model's block; absent ones NULL) and KV cache. */
 typedef struct llama_layer {
     float *attn_norm;            /* (C) */
-    float *wq, *bq;              /* (H·D, C), (H·D) */
-    float *wk, *bk;              /* (KV·D, C), (KV·D) */
-    float *wv, *bv;              /* (KV·D, C), (KV·D) */
-    float *wo, *bo;              /* (C, H·D), (C) */
+    llama_mat wq; float *bq;     /* (H·D, C), (H·D) */
+    llama_mat wk; float *bk;     /* (KV·D, C), (KV·D) */
+    llama_mat wv; float *bv;     /* (KV·D, C), (KV·D) */
+    llama_mat wo; float *bo;     /* (C, H·D), (C) */
     float *q_norm, *k_norm;      /* (D) each, Qwen3 */
     float *ffn_norm;             /* (C) */
-    float *wg, *wu, *wd;         /* (I, C), (I, C), (C, I) */
+    llama_mat wg, wu, wd;        /* (I, C), (I, C), (C, I) */
     float *k_cache, *v_cache;    /* (max_ctx, KV·D) each: token-major, after QK-norm and RoPE */
 } llama_layer;
 
@@ -41,7 +57,10 @@ struct strix_llama {
     size_t max_ctx;
     float *params;               /* the parameter block (backend) */
     size_t n_params;
-    float *embed, *final_norm, *lm_head; /* lm_head == embed when tied */
+    llama_mat embed, head;       /* (V, C); head unused when tied */
+    const llama_mat *lm_head;    /* &head, or &embed when tied */
+    float *final_norm;
+    strix_gguf *gguf;            /* a GGUF model's file, mapped while the model lives */
     llama_layer *layers;
     float *rope_freq_factors;    /* host (D/2) for STRIX_LLAMA_ROPE_FACTORS, else NULL */
     float *rope_cos, *rope_sin;  /* backend (max_ctx, D/2) */
@@ -73,9 +92,10 @@ void llama_rope_inv_freq(const strix_llama_config *c, const float *factors, doub
 // ---- load.c ------------------------------------------------------------------------------------
 
 /* Allocates the model for config c on backend `be` (taken over): the parameter block with the
- * layer views, the RoPE tables, the KV cache and the decode scratch. max_ctx already chosen. */
+ * layer views, the RoPE tables, the KV cache and the decode scratch. max_ctx already chosen.
+ * mats_in_blocks: the weight matrices get no float32 room (a GGUF model sets their blocks). */
 strix_status llama_alloc(strix_backend *be, const strix_llama_config *c, size_t max_ctx,
-                         const float *rope_factors, strix_llama **out);
+                         const float *rope_factors, bool mats_in_blocks, strix_llama **out);
 
 /* Copies n host floats to backend memory dst (a view of the parameter block). */
 strix_status llama_upload(strix_llama *m, float *dst, const float *src, size_t n);
@@ -109,8 +129,23 @@ strix_status llama_head_probs(strix_llama *m, int l, int head, const float *q, s
 strix_status llama_check_ids(const strix_llama *m, const char *who, const int32_t *ids,
                              size_t n, size_t start);
 
-/* y (T, out) = x (T, in) · Wᵀ (+ b): nn.Linear. */
-strix_status llama_linear(strix_backend *be, const float *x, const float *w, const float *b,
+/* y (T, out) = x (T, in) · Wᵀ (+ b): nn.Linear (W float32 or blocks). */
+strix_status llama_linear(strix_backend *be, const float *x, const llama_mat *w, const float *b,
                           float *y, size_t T, size_t in, size_t out);
+
+/* The embedding rows of ids[0..n) (host ids) into x (n, C) in backend memory. */
+strix_status llama_embed(strix_llama *m, const int32_t *ids, size_t n, float *x);
+
+/* W as float32 in backend memory: W's own view, or its blocks decoded into scratch (backend
+ * memory, rows·cols floats) through the host staging buffer stage (rows·cols floats, or NULL on
+ * a CPU backend, which decodes in place). */
+strix_status llama_mat_dense(strix_llama *m, const llama_mat *w, float *scratch, float *stage,
+                             const float **out);
+
+/* Row r of W as float32 into host memory `row` (cols floats). */
+strix_status llama_mat_row(strix_llama *m, const llama_mat *w, size_t r, float *row);
+
+/* Frees what a matrix owns. */
+void llama_mat_free(strix_llama *m, llama_mat *w);
 
 #endif

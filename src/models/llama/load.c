@@ -62,33 +62,43 @@ static float *take(cursor *c, size_t n) {
     return p;
 }
 
-/* Lays the parameters of m->cfg out over cur (views set when cur->base is not NULL). */
-static void layout(strix_llama *m, cursor *cur) {
+/* A matrix (rows, cols): a float32 view, or no room when it will hold blocks. */
+static void take_mat(cursor *cur, llama_mat *w, size_t rows, size_t cols, bool blocks) {
+    w->f = blocks ? NULL : take(cur, rows * cols);
+    w->rows = rows;
+    w->cols = cols;
+}
+
+/* Lays the parameters of m->cfg out over cur (views set when cur->base is not NULL); with
+ * mats_in_blocks the weight matrices take no room. */
+static void layout(strix_llama *m, cursor *cur, bool mats_in_blocks) {
     const strix_llama_config *c = &m->cfg;
     size_t C = (size_t)c->hidden_size, V = (size_t)c->vocab_size, I = (size_t)c->intermediate_size;
     size_t HD = (size_t)c->num_heads * (size_t)c->head_dim;
     size_t KD = (size_t)c->num_kv_heads * (size_t)c->head_dim, D = (size_t)c->head_dim;
-    m->embed = take(cur, V * C);
+    bool b = mats_in_blocks;
+    take_mat(cur, &m->embed, V, C, b);
     for (int l = 0; l < c->num_layers; l++) {
         llama_layer *L = &m->layers[l];
         L->attn_norm = take(cur, C);
-        L->wq = take(cur, HD * C);
-        L->wk = take(cur, KD * C);
-        L->wv = take(cur, KD * C);
+        take_mat(cur, &L->wq, HD, C, b);
+        take_mat(cur, &L->wk, KD, C, b);
+        take_mat(cur, &L->wv, KD, C, b);
         L->bq = c->attention_bias ? take(cur, HD) : NULL;
         L->bk = c->attention_bias ? take(cur, KD) : NULL;
         L->bv = c->attention_bias ? take(cur, KD) : NULL;
-        L->wo = take(cur, C * HD);
+        take_mat(cur, &L->wo, C, HD, b);
         L->bo = c->o_bias ? take(cur, C) : NULL;
         L->q_norm = c->qk_norm ? take(cur, D) : NULL;
         L->k_norm = c->qk_norm ? take(cur, D) : NULL;
         L->ffn_norm = take(cur, C);
-        L->wg = take(cur, I * C);
-        L->wu = take(cur, I * C);
-        L->wd = take(cur, C * I);
+        take_mat(cur, &L->wg, I, C, b);
+        take_mat(cur, &L->wu, I, C, b);
+        take_mat(cur, &L->wd, C, I, b);
     }
     m->final_norm = take(cur, C);
-    m->lm_head = c->tie_word_embeddings ? m->embed : take(cur, V * C);
+    if (!c->tie_word_embeddings) take_mat(cur, &m->head, V, C, b);
+    m->lm_head = c->tie_word_embeddings ? &m->embed : &m->head;
 }
 
 /* The exact parameter count (without the alignment padding of the block). */
@@ -130,7 +140,7 @@ static strix_status rope_tables(strix_llama *m) {
 }
 
 strix_status llama_alloc(strix_backend *be, const strix_llama_config *c, size_t max_ctx,
-                         const float *rope_factors, strix_llama **out) {
+                         const float *rope_factors, bool mats_in_blocks, strix_llama **out) {
     *out = NULL;
     strix_llama *m = calloc(1, sizeof *m);
     if (!m) {
@@ -151,13 +161,13 @@ strix_status llama_alloc(strix_backend *be, const strix_llama_config *c, size_t 
     }
     cursor cur = {0};
     if (s == STRIX_OK) {
-        layout(m, &cur);
+        layout(m, &cur, mats_in_blocks);
         m->n_params = count_params(c);
         s = strix_alloc(be, cur.used * sizeof(float), (void **)&m->params);
     }
     if (s == STRIX_OK) {
         cur = (cursor){.base = m->params};
-        layout(m, &cur);
+        layout(m, &cur, mats_in_blocks);
         s = strix_fill(be, m->params, 0.0f, cur.used);
     }
     if (s == STRIX_OK) s = rope_tables(m);
@@ -190,8 +200,23 @@ strix_status llama_upload(strix_llama *m, float *dst, const float *src, size_t n
     return strix_copy(m->be, dst, src, n * sizeof(float), STRIX_COPY_H2D);
 }
 
+void llama_mat_free(strix_llama *m, llama_mat *w) {
+    if (w->own_dev) strix_free(m->be, w->own_dev);
+    free(w->own_host);
+    w->own_dev = w->own_host = NULL;
+}
+
 void strix_llama_free(strix_llama *m) {
     if (!m) return;
+    if (m->be && m->layers) {
+        for (int l = 0; l < m->cfg.num_layers; l++) {
+            llama_layer *L = &m->layers[l];
+            llama_mat *mats[] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->wg, &L->wu, &L->wd};
+            for (size_t i = 0; i < sizeof mats / sizeof mats[0]; i++) llama_mat_free(m, mats[i]);
+        }
+        llama_mat_free(m, &m->embed);
+        llama_mat_free(m, &m->head);
+    }
     if (m->be) {
         llama_work_free(m, &m->work);
         strix_free(m->be, m->params);
@@ -206,6 +231,7 @@ void strix_llama_free(strix_llama *m) {
     free(m->rope_freq_factors);
     strix_tokenizer_free(m->tok);
     free(m->chat_template);
+    strix_gguf_free(m->gguf);
     free(m);
 }
 
@@ -271,31 +297,31 @@ static int expected_tensors(const strix_llama *m, expected *list) {
         }                                                                                      \
         n++;                                                                                   \
     } while (0)
-    EXPECT(m->embed, V, C, "model.embed_tokens.weight");
+    EXPECT(m->embed.f, V, C, "model.embed_tokens.weight");
     for (int l = 0; l < c->num_layers; l++) {
         const llama_layer *L = &m->layers[l];
         EXPECT(L->attn_norm, C, 0, "model.layers.%d.input_layernorm.weight", l);
-        EXPECT(L->wq, HD, C, "model.layers.%d.self_attn.q_proj.weight", l);
-        EXPECT(L->wk, KD, C, "model.layers.%d.self_attn.k_proj.weight", l);
-        EXPECT(L->wv, KD, C, "model.layers.%d.self_attn.v_proj.weight", l);
+        EXPECT(L->wq.f, HD, C, "model.layers.%d.self_attn.q_proj.weight", l);
+        EXPECT(L->wk.f, KD, C, "model.layers.%d.self_attn.k_proj.weight", l);
+        EXPECT(L->wv.f, KD, C, "model.layers.%d.self_attn.v_proj.weight", l);
         if (c->attention_bias) {
             EXPECT(L->bq, HD, 0, "model.layers.%d.self_attn.q_proj.bias", l);
             EXPECT(L->bk, KD, 0, "model.layers.%d.self_attn.k_proj.bias", l);
             EXPECT(L->bv, KD, 0, "model.layers.%d.self_attn.v_proj.bias", l);
         }
-        EXPECT(L->wo, C, HD, "model.layers.%d.self_attn.o_proj.weight", l);
+        EXPECT(L->wo.f, C, HD, "model.layers.%d.self_attn.o_proj.weight", l);
         if (c->o_bias) EXPECT(L->bo, C, 0, "model.layers.%d.self_attn.o_proj.bias", l);
         if (c->qk_norm) {
             EXPECT(L->q_norm, D, 0, "model.layers.%d.self_attn.q_norm.weight", l);
             EXPECT(L->k_norm, D, 0, "model.layers.%d.self_attn.k_norm.weight", l);
         }
         EXPECT(L->ffn_norm, C, 0, "model.layers.%d.post_attention_layernorm.weight", l);
-        EXPECT(L->wg, I, C, "model.layers.%d.mlp.gate_proj.weight", l);
-        EXPECT(L->wu, I, C, "model.layers.%d.mlp.up_proj.weight", l);
-        EXPECT(L->wd, C, I, "model.layers.%d.mlp.down_proj.weight", l);
+        EXPECT(L->wg.f, I, C, "model.layers.%d.mlp.gate_proj.weight", l);
+        EXPECT(L->wu.f, I, C, "model.layers.%d.mlp.up_proj.weight", l);
+        EXPECT(L->wd.f, C, I, "model.layers.%d.mlp.down_proj.weight", l);
     }
     EXPECT(m->final_norm, C, 0, "model.norm.weight");
-    if (!c->tie_word_embeddings) EXPECT(m->lm_head, V, C, "lm_head.weight");
+    if (!c->tie_word_embeddings) EXPECT(m->head.f, V, C, "lm_head.weight");
 #undef EXPECT
     return n;
 }
@@ -503,7 +529,7 @@ static strix_status load_folder(const char *dir, const strix_llama_options *opt,
     strix_backend *be = NULL;
     strix_llama *m = NULL;
     strix_status s = llama_open_backend(opt, &be);
-    if (s == STRIX_OK) s = llama_alloc(be, &c, max_ctx, NULL, &m);
+    if (s == STRIX_OK) s = llama_alloc(be, &c, max_ctx, NULL, false, &m);
     if (s == STRIX_OK) s = load_tensors(m, &src);
     strix_safetensors_free(src.single);
     strix_st_set_free(src.set);
