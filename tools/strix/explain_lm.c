@@ -54,16 +54,9 @@ static void lm_explain_specs(lm_explain_flags *f, arg_spec *s) {
              "merge the tokens into words (a word starts at whitespace) in every view"),
         FLAG("top", ARG_INT, &f->top, 0, 1 << 20, 0, "N",
              "list the N most relevant tokens (default 10; 0 = none)"),
-        FLAG("svg", ARG_STRING, &f->svg, 0, 0, 0, "FILE", "write an SVG picture (default none)"),
-        FLAG("html", ARG_STRING, &f->html, 0, 0, 0, "FILE",
-             "write a self-contained HTML page (default none)"),
-        FLAG("json", ARG_STRING, &f->json, 0, 0, 0, "FILE",
-             "write the relevances as JSON (default none)"),
+        EXPLAIN_VIEW_FLAGS(f),
         FLAG("cols", ARG_INT, &f->cols, 8, 4096, 0, "N",
              "characters per line of the SVG picture (default 80)"),
-        FLAG("color", ARG_STRING, &f->color, 0, 0, 0, "WHEN",
-             "colour the prompt: auto (a terminal without NO_COLOR), always or never "
-             "(default auto)"),
         FLAG("force", ARG_SWITCH, &f->force, 0, 0, 0, NULL,
              "replace existing --svg/--html/--json files that strix explain did not write"),
     };

@@ -7,7 +7,19 @@
 
 #include <stdbool.h>
 
+#include "args.h"
 #include "render.h"
+
+/* The flag rows of the views, into fields svg, html, json and color of the flags struct f
+ * points to (four rows). */
+#define EXPLAIN_VIEW_FLAGS(f)                                                                    \
+    FLAG("svg", ARG_STRING, &(f)->svg, 0, 0, 0, "FILE", "write an SVG picture (default none)"),  \
+        FLAG("html", ARG_STRING, &(f)->html, 0, 0, 0, "FILE",                                    \
+             "write a self-contained HTML page (default none)"),                                 \
+        FLAG("json", ARG_STRING, &(f)->json, 0, 0, 0, "FILE",                                    \
+             "write the relevances as JSON (default none)"),                                     \
+        FLAG("color", ARG_STRING, &(f)->color, 0, 0, 0, "WHEN",                                  \
+             "auto (colour a terminal unless NO_COLOR is set), always, never (default auto)")
 
 /* Checks the output paths (--svg, --html, --json; NULL entries skipped) before any work: none
  * may be the model, the prompt file (NULL: none), a directory, a strix checkpoint, an existing
