@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # llm.sh - `strix generate`, `strix chat` and `strix explain --model` on the real
 # SmolLM2-135M-Instruct GGUF (tools/models/get-smollm2.sh fetches it; skipped, exit 77, without
-# it): greedy text that names Paris and Berlin, the same text twice, seeded sampling repeatable,
+# it): greedy text that names Paris and Berlin, the same text twice, seeded sampling repeatable
+# (on cpu and cpu-blas),
 # stop strings, max tokens, chat over two turns ended by end of input, the explanation table,
 # JSON, words and --generate's per-step files; bad input (missing or broken model files, an
 # empty prompt, invalid UTF-8, a prompt past the context, bad flags) is one line and a non-zero
@@ -24,6 +25,8 @@ same_file "greedy twice, same text" a.out b.out
 S=(--prompt "Once upon a time" --max-new-tokens 24 --temperature 0.9 --top-p 0.95 --min-p 0.05)
 "$STRIX" "${G[@]}" "${S[@]}" --seed 7 >s1.out 2>&1 && "$STRIX" "${G[@]}" "${S[@]}" --seed 7 >s2.out 2>&1 \
     && same_file "sampling: one seed, one text" s1.out s2.out || fail "sampling runs"
+"$STRIX" "${G[@]}" "${S[@]}" --seed 7 --backend cpu-blas >s4.out 2>&1
+same_file "sampling: one seed, the same text on cpu-blas" s1.out s4.out
 "$STRIX" "${G[@]}" "${S[@]}" --seed 8 >s3.out 2>&1
 cmp -s s1.out s3.out && fail "seeds 7 and 8 gave the same text" || ok "another seed, another text"
 "$STRIX" generate --model "$M" --threads 2 --prompt "List three colours:" --stop "." \
