@@ -87,6 +87,35 @@ expect_error "explain past the context" "context" "$STRIX" explain --model "$M" 
 expect_error "bad top-p" "--top-p" "$STRIX" generate --model "$M" --prompt x --top-p 0
 expect_error "same target and contrast" "same token" "$STRIX" explain --model "$M" --prompt x \
     --target " a" --contrast " a"
+# --generate N writes NAME-k.EXT: each step file is checked like the name itself
+echo precious >s-2.json
+expect_error "--generate never replaces a foreign step file" "s-2.json" "$STRIX" explain \
+    --model "$M" --prompt x --generate 3 --json s.json
+[ "$(cat s-2.json)" = precious ] && ok "s-2.json intact" || fail "s-2.json changed"
+ln -s "$M" m-2.json
+expect_error "--generate never writes through a link to the model" "checkpoint" "$STRIX" \
+    explain --model "$M" --prompt x --generate 2 --json m.json
+mkfifo fifo
+expect_error "a FIFO as output" "not a regular file" timeout 10 "$STRIX" explain --model "$M" \
+    --prompt x --json fifo
+expect_error "unknown flag of the LM explain" "unknown flag --bogus" "$STRIX" explain \
+    --model "$M" --prompt x --bogus
+expect_error "a missing .gguf is the model's error" "cannot open" "$STRIX" explain \
+    --model missing.gguf --prompt x --words
+expect_error "empty --stop" "--stop needs" "$STRIX" generate --model "$M" --prompt x --stop ""
+expect_error "--top-p rounding to 0" "--top-p must be > 0" "$STRIX" generate --model "$M" \
+    --prompt x --top-p 1e-300
+# a reply cut inside a character (5 tokens of emoji) does not break the next turn
+printf 'Reply with only emoji.\nThanks\n' |
+    "$STRIX" chat --model "$M" --threads 2 --quiet --max-new-tokens 5 >em.out 2>em.err
+rc=$?
+[ $rc -eq 0 ] && [ "$(wc -l <em.out)" -eq 2 ] && [ ! -s em.err ] \
+    && ok "chat goes on after a reply cut inside a character" || fail "chat: exit $rc, $(cat em.err)"
+printf 'caf\xe9\nWhat is 2+2?\n' |
+    "$STRIX" chat --model "$M" --threads 2 --quiet --max-new-tokens 8 >iv.out 2>iv.err
+rc=$?
+[ $rc -eq 0 ] && grep -q "not valid UTF-8 at byte offset 3" iv.err && [ "$(wc -l <iv.out)" -eq 1 ] \
+    && ok "chat refuses one bad message and goes on: $(cat iv.err)" || fail "chat bad line: exit $rc, $(cat iv.err)"
 echo keep >keep.svg
 expect_error "explain never replaces a foreign file" "--force" "$STRIX" explain --model "$M" \
     --prompt x --svg keep.svg

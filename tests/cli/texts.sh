@@ -7,7 +7,7 @@ source tests/cli/lib.bash
 built=$(sed -n 's/^strix backends built: //p' "$(dirname "$STRIX")/strix-backends.txt" |
     sed 's/ ([^)]*)//g')
 banner=$("$STRIX" --help | head -1)
-want="strix - train, sample and explain small character-level language models (C11; backends built: $built)"
+want="strix - train, sample and explain small character-level language models, run and explain Llama-family ones (C11; backends built: $built)"
 if [ -n "$built" ] && [ "$banner" = "$want" ]; then
     ok "banner: $banner"
 else

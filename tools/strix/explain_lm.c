@@ -32,10 +32,10 @@ typedef struct lm_explain_flags {
     bool words, chat, force;
 } lm_explain_flags;
 
-#define NLMEX_SPECS (LM_TOOL_NFLAGS + 15)
+#define NLMEX_SPECS (LM_TOOL_NFLAGS + 14)
 
 static void lm_explain_specs(lm_explain_flags *f, arg_spec *s) {
-    const arg_spec table[NLMEX_SPECS] = {
+    const arg_spec table[] = {
         LM_TOOL_FLAGS(&f->lm),
         FLAG("prompt", ARG_STRING, &f->prompt, 0, 0, 0, "TEXT",
              "text whose next token is explained (this or --prompt-file; no default)"),
@@ -60,6 +60,7 @@ static void lm_explain_specs(lm_explain_flags *f, arg_spec *s) {
         FLAG("force", ARG_SWITCH, &f->force, 0, 0, 0, NULL,
              "replace existing --svg/--html/--json files that strix explain did not write"),
     };
+    _Static_assert(sizeof table / sizeof table[0] == NLMEX_SPECS, "NLMEX_SPECS");
     memcpy(s, table, sizeof table);
 }
 
@@ -113,9 +114,11 @@ static int first_token(lm_tool *lm, const char *flag, const char *text, int32_t 
     }
     *id = ids[0];
     if (n > 1) {
-        char *t = token_text(lm->tok, ids[0]);
+        char *t = token_text(lm->tok, ids[0]), shown[128];
+        render_text((const unsigned char *)(t ? t : "?"), (int)strlen(t ? t : "?"), false, 24,
+                    shown, sizeof shown);
         fprintf(stderr, "strix explain: note: --%s '%s' is %zu tokens; explaining its first, "
-                        "'%s'\n", flag, text, n, t ? t : "?");
+                        "'%s'\n", flag, text, n, shown);
         free(t);
     }
     free(ids);
@@ -134,6 +137,23 @@ static char *step_path(const char *path, int k, int steps) {
         snprintf(out, len, "%.*s-%d%s", (int)(dot - path), path, k, dot);
     else snprintf(out, len, "%s-%d", path, k);
     return out;
+}
+
+/* The output files of every step (NAME-k.EXT with --generate N) checked before any work. */
+static int check_step_outputs(const lm_explain_flags *f) {
+    for (int k = 1; k <= f->generate; k++) {
+        char *p[3] = {step_path(f->svg, k, f->generate), step_path(f->html, k, f->generate),
+                      step_path(f->json, k, f->generate)};
+        int rc = 0;
+        if ((f->svg && !p[0]) || (f->html && !p[1]) || (f->json && !p[2]))
+            rc = tool_fail(strix_error(STRIX_ERR_ALLOC, "out of memory"));
+        const char *paths[3] = {p[0], p[1], p[2]};
+        if (!rc) rc = explain_check_outputs("explain", f->lm.model, f->prompt_file, f->force,
+                                            paths);
+        for (int i = 0; i < 3; i++) free(p[i]);
+        if (rc) return rc;
+    }
+    return 0;
 }
 
 /* Softmax probability of id in logits[0..V) (max subtracted, double). */
@@ -194,6 +214,11 @@ static int explain_step(lm_tool *lm, const lm_explain_flags *f, const int32_t *i
     strix_llama_explain_info info;
     double t0 = tool_now();
     strix_status s = strix_llama_explain(lm->model, ids, n, target, contrast, rel, &info);
+    if (s == STRIX_ERR_ARG && contrast >= 0 && target < 0 && info.argmax == contrast) {
+        fprintf(stderr, "strix explain: --contrast is the predicted token; name another one, "
+                        "or the token to explain with --target\n");
+        return 2;
+    }
     if (s == STRIX_OK) /* the cache holds ids: recompute the last position for probabilities */
         s = strix_llama_decode(lm->model, n - 1, ids + n - 1, 1, logits);
     if (s != STRIX_OK) return tool_fail(s);
@@ -220,8 +245,8 @@ static int explain_step(lm_tool *lm, const lm_explain_flags *f, const int32_t *i
         rc = tool_fail(strix_error(STRIX_ERR_ALLOC, "out of memory"));
     if (!rc) rc = show(f, &re, step, color);
     if (f->words && re.start != start) render_group_free(&re);
-    fprintf(stderr, "strix: explained %zu tokens in %.3f s (peak RSS %.0f MB)\n", n, secs,
-            lm_tool_peak_rss_mb());
+    fprintf(stderr, "strix: explained the next token after %zu tokens in %.3f s (peak RSS %.0f "
+                    "MB)\n", n, secs, lm_tool_peak_rss_mb());
     free(pred);
     free(tgt);
     free(con);
@@ -260,8 +285,7 @@ int cmd_explain_lm(int argc, char **argv) {
         fprintf(stderr, "strix explain: --color %s: use auto, always or never\n", f.color);
         return 2;
     }
-    const char *outs[3] = {f.svg, f.html, f.json};
-    if (explain_check_outputs("explain", f.lm.model, f.prompt_file, f.force, outs)) return 2;
+    if ((rc = check_step_outputs(&f))) return rc;
     char *prompt = NULL;
     size_t len = 0;
     if ((rc = lm_tool_read_prompt("explain", f.prompt, f.prompt_file, &prompt, &len))) return rc;

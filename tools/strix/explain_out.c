@@ -23,6 +23,27 @@ static bool same_file(const char *a, const char *b) {
 }
 
 
+/* Whether path is an existing file of the model folder `model` that holds the model (its config,
+ * weights, tokenizer or chat template): never replaced, not even with --force. */
+static bool model_folder_file(const char *path, const char *model) {
+    struct stat md, pd;
+    if (stat(model, &md) != 0 || !S_ISDIR(md.st_mode)) return false;
+    char dir[4096];
+    const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
+    if (!slash) snprintf(dir, sizeof dir, ".");
+    else if (slash == path) snprintf(dir, sizeof dir, "/");
+    else snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
+    if (stat(dir, &pd) != 0 || pd.st_dev != md.st_dev || pd.st_ino != md.st_ino) return false;
+    static const char *const names[] = {"config.json", "generation_config.json",
+                                        "tokenizer.json", "tokenizer_config.json",
+                                        "chat_template.jinja", "special_tokens_map.json"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (strcmp(base, names[i]) == 0) return true;
+    size_t n = strlen(base);
+    return (n > 12 && strcmp(base + n - 12, ".safetensors") == 0) ||
+           (n > 23 && strcmp(base + n - 23, ".safetensors.index.json") == 0);
+}
+
 int explain_check_outputs(const char *cmd, const char *model, const char *prompt_file,
                           bool force, const char *const paths[3]) {
     const char *flags[3] = {"svg", "html", "json"};
@@ -41,6 +62,17 @@ int explain_check_outputs(const char *cmd, const char *model, const char *prompt
         }
         if (stat(paths[i], &st) == 0 && S_ISDIR(st.st_mode)) {
             fprintf(stderr, "strix %s: --%s %s is a directory\n", cmd, flags[i], paths[i]);
+            return 2;
+        }
+        if (stat(paths[i], &st) == 0 && !S_ISREG(st.st_mode)) {
+            fprintf(stderr, "strix %s: --%s %s is not a regular file\n", cmd, flags[i],
+                    paths[i]);
+            return 2;
+        }
+        if (model_folder_file(paths[i], model)) {
+            fprintf(stderr, "strix %s: --%s %s is a file of the model folder %s; it is never "
+                            "replaced (not even with --force): choose another file\n", cmd,
+                    flags[i], paths[i], model);
             return 2;
         }
         if (stat(paths[i], &st) == 0 && strix_checkpoint_probe(paths[i]) == STRIX_OK) {

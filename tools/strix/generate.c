@@ -13,6 +13,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,9 +34,8 @@ typedef struct gen_flags {
     bool echo, chat_template, quiet, ignore_eos;
 } gen_flags;
 
-#define GEN_SAMPLING_FLAGS(f)                                                                    \
-    FLAG("max-new-tokens", ARG_INT, &(f)->max_new, 0, 1 << 24, 0, "N",                           \
-         "tokens to generate at most (default 256)"),                                            \
+#define GEN_SAMPLING_FLAGS(f, max_new_help)                                                      \
+    FLAG("max-new-tokens", ARG_INT, &(f)->max_new, 0, 1 << 24, 0, "N", max_new_help),             \
         FLAG("temperature", ARG_FLOAT, &(f)->temperature, 0, 1e6, 0, "T",                        \
              "softmax temperature; 0 = greedy, ties to the lower id (default 0)"),               \
         FLAG("top-k", ARG_INT, &(f)->top_k, 0, 1 << 30, 0, "K",                                  \
@@ -64,6 +64,18 @@ static void gen_defaults(gen_flags *f) {
     f->penalty = 1.0f;
 }
 
+/* Checks of values the flag table cannot express (a float that rounds to 0, an empty stop
+ * string, a one-position context). Returns 0, or 2 after the error line. */
+static int gen_check(const char *cmd, const gen_flags *f) {
+    const char *bad = !(f->top_p > 0.0f) ? "--top-p must be > 0"
+                      : !(f->penalty > 0.0f) ? "--repetition-penalty must be > 0"
+                      : f->stop && !f->stop[0] ? "--stop needs a non-empty TEXT"
+                      : f->lm.max_context == 1 ? "--max-context must be 0 (the model's) or >= 2"
+                                               : NULL;
+    if (bad) fprintf(stderr, "strix %s: %s\n", cmd, bad);
+    return bad ? 2 : 0;
+}
+
 static strix_textgen_config gen_config(const gen_flags *f) {
     strix_textgen_config c = strix_textgen_config_default();
     c.sampler.temperature = f->temperature;
@@ -87,7 +99,10 @@ static int stream(strix_textgen *g, strix_textgen_stop *why, size_t *tokens) {
         const char *text = strix_textgen_text(g, &len);
         if (len > printed) {
             fwrite(text + printed, 1, len - printed, stdout);
-            fflush(stdout);
+            if (fflush(stdout) != 0 || ferror(stdout)) {
+                fprintf(stderr, "strix: cannot write the generated text: %s\n", strerror(errno));
+                return 1;
+            }
             printed = len;
         }
         if (s != STRIX_OK) return tool_fail(s);
@@ -106,7 +121,7 @@ static void summary(const gen_flags *f, size_t prompt_n, double prompt_s, size_t
 }
 
 static void generate_specs(gen_flags *f, arg_spec *s) {
-    const arg_spec table[NGEN_SPECS] = {
+    const arg_spec table[] = {
         LM_TOOL_FLAGS(&f->lm),
         FLAG("prompt", ARG_STRING, &f->prompt, 0, 0, 0, "TEXT",
              "text to continue (this or --prompt-file; no default)"),
@@ -117,8 +132,9 @@ static void generate_specs(gen_flags *f, arg_spec *s) {
         FLAG("echo", ARG_SWITCH, &f->echo, 0, 0, 0, NULL, "print the prompt before the new text"),
         FLAG("ignore-eos", ARG_SWITCH, &f->ignore_eos, 0, 0, 0, NULL,
              "go on past end-of-sequence tokens (benchmarks: always --max-new-tokens)"),
-        GEN_SAMPLING_FLAGS(f),
+        GEN_SAMPLING_FLAGS(f, "tokens to generate at most (default 256)"),
     };
+    _Static_assert(sizeof table / sizeof table[0] == NGEN_SPECS, "NGEN_SPECS");
     memcpy(s, table, sizeof table);
 }
 
@@ -136,7 +152,7 @@ int cmd_generate(int argc, char **argv) {
         args_print_help(stdout, specs, NGEN_SPECS);
         return 0;
     }
-    if (rc) return rc;
+    if (rc || (rc = gen_check("generate", &f))) return rc;
     char *prompt = NULL;
     size_t prompt_len = 0;
     if ((rc = lm_tool_read_prompt("generate", f.prompt, f.prompt_file, &prompt, &prompt_len)))
@@ -197,20 +213,35 @@ int cmd_generate(int argc, char **argv) {
 // ---- chat --------------------------------------------------------------------------------------
 
 static void chat_specs(gen_flags *f, arg_spec *s) {
-    const arg_spec table[NCHAT_SPECS] = {
+    const arg_spec table[] = {
         LM_TOOL_FLAGS(&f->lm),
         FLAG("system", ARG_STRING, &f->system, 0, 0, 0, "TEXT",
              "system message (default: the template's own, if it has one)"),
-        GEN_SAMPLING_FLAGS(f),
+        GEN_SAMPLING_FLAGS(f, "tokens of each reply at most (default 1024)"),
     };
+    _Static_assert(sizeof table / sizeof table[0] == NCHAT_SPECS, "NCHAT_SPECS");
     memcpy(s, table, sizeof table);
 }
 
-/* One line of stdin without its newline into *line (getline's buffer); false at EOF. */
-static bool read_line(char **line, size_t *cap) {
+/* One line of stdin without its line end into *line (getline's buffer), its length in *len.
+ * Returns 1 for a line, 0 at the end of input, -1 after the error line of a read error. */
+static int read_line(char **line, size_t *cap, size_t *len) {
+    errno = 0;
     ssize_t k = getline(line, cap, stdin);
-    if (k < 0) return false;
+    if (k < 0) {
+        if (!ferror(stdin)) return 0;
+        fprintf(stderr, "strix chat: cannot read standard input: %s\n", strerror(errno));
+        return -1;
+    }
     while (k > 0 && ((*line)[k - 1] == '\n' || (*line)[k - 1] == '\r')) (*line)[--k] = '\0';
+    *len = (size_t)k;
+    return 1;
+}
+
+/* Whether s holds nothing but whitespace. */
+static bool blank(const char *s) {
+    for (; *s; s++)
+        if (!strchr(" \t\v\f\r\n", *s)) return false;
     return true;
 }
 
@@ -241,7 +272,25 @@ static void convo_free(convo *c) {
     free(c->m);
 }
 
-/* One turn: the whole conversation through the template, tokenized, generated after. */
+/* Checks a message alone (valid UTF-8, as the tokenizer wants it); 0, or 2 after the line. */
+static int check_message(lm_tool *lm, const char *what, const char *text, size_t len) {
+    if (strlen(text) != len) {
+        fprintf(stderr, "strix chat: %s holds a NUL byte; not sent\n", what);
+        return 2;
+    }
+    int32_t *ids = NULL;
+    size_t n = 0;
+    strix_status s = strix_tokenizer_encode(lm->tok, text, len, false, true, &ids, &n);
+    free(ids);
+    if (s == STRIX_OK) return 0;
+    fprintf(stderr, "strix chat: %s: %s; not sent\n", what, strix_last_error());
+    return 2;
+}
+
+/* One turn: the whole conversation through the template, tokenized, generated after; the reply
+ * joins the conversation as the tokenizer decodes its ids (a reply cut inside a character gets
+ * U+FFFD, so the next turn's text stays valid UTF-8). Returns 0; 2 after the line of a message
+ * that cannot be sent (the caller drops it); 1 after a failure that ends the chat. */
 static int chat_turn(lm_tool *lm, const gen_flags *f, strix_textgen *g,
                      const strix_textgen_config *c, convo *cv) {
     char *text = NULL;
@@ -250,8 +299,14 @@ static int chat_turn(lm_tool *lm, const gen_flags *f, strix_textgen *g,
     size_t n = 0;
     if (!rc) rc = lm_tool_encode(lm, "chat", text, strlen(text), false, &ids, &n);
     free(text);
-    if (rc) return rc;
-    double t0 = tool_now();
+    if (rc) return 2;
+    if (n >= strix_llama_max_context(lm->model)) {
+        free(ids);
+        fprintf(stderr, "strix chat: the conversation has %zu tokens; the context holds %zu "
+                        "(--max-context); message not sent\n", n,
+                strix_llama_max_context(lm->model));
+        return 2;
+    }
     strix_status s = strix_textgen_start(g, c, ids, n);
     free(ids);
     if (s != STRIX_OK) return tool_fail(s);
@@ -261,15 +316,20 @@ static int chat_turn(lm_tool *lm, const gen_flags *f, strix_textgen *g,
     rc = stream(g, &why, &made);
     fputc('\n', stdout);
     fflush(stdout);
-    if (rc) return rc;
-    size_t len;
-    const char *reply = strix_textgen_text(g, &len);
-    if (!convo_add(cv, "assistant", reply, len))
-        return tool_fail(strix_error(STRIX_ERR_ALLOC, "chat: out of memory"));
+    if (rc) return 1;
+    size_t all;
+    const int32_t *ctx = strix_textgen_ids(g, &all);
+    char *reply = NULL;
+    size_t len = 0;
+    s = strix_tokenizer_decode(lm->tok, ctx + n, all - n, true, &reply, &len);
+    if (s != STRIX_OK || !convo_add(cv, "assistant", reply, len)) {
+        free(reply);
+        return tool_fail(s != STRIX_OK ? s : strix_error(STRIX_ERR_ALLOC, "chat: out of memory"));
+    }
+    free(reply);
     if (!f->quiet && why != STRIX_TEXTGEN_EOS)
         fprintf(stderr, "[reply ended: %s after %zu tokens (%.1f tokens/s)]\n",
                 strix_textgen_stop_name(why), made, made / (tool_now() - t1 + 1e-9));
-    (void)t0;
     return 0;
 }
 
@@ -289,7 +349,7 @@ int cmd_chat(int argc, char **argv) {
         args_print_help(stdout, specs, NCHAT_SPECS);
         return 0;
     }
-    if (rc) return rc;
+    if (rc || (rc = gen_check("chat", &f))) return rc;
     lm_tool lm = {0};
     if ((rc = lm_tool_open(&lm, "chat", &f.lm))) return rc;
     strix_textgen_config c = gen_config(&f);
@@ -301,24 +361,33 @@ int cmd_chat(int argc, char **argv) {
     convo cv = {0};
     rc = lm_tool_check_chat(&lm, "chat");
     if (!rc) rc = lm_tool_textgen(&lm, &g);
+    if (!rc && f.system) rc = check_message(&lm, "--system", f.system, strlen(f.system));
     if (!rc && !f.quiet) lm_tool_report(&lm);
     if (!rc && f.system && !convo_add(&cv, "system", f.system, strlen(f.system)))
         rc = tool_fail(strix_error(STRIX_ERR_ALLOC, "chat: out of memory"));
     bool tty = isatty(STDIN_FILENO);
     char *line = NULL;
-    size_t cap = 0;
+    size_t cap = 0, len = 0;
     while (!rc) {
         if (tty) {
             fputs("> ", stdout);
             fflush(stdout);
         }
-        if (!read_line(&line, &cap)) break;
-        if (!line[0]) continue;
-        if (!convo_add(&cv, "user", line, strlen(line))) {
+        int got = read_line(&line, &cap, &len);
+        if (got <= 0) {
+            rc = got < 0 ? 1 : 0;
+            break;
+        }
+        if (blank(line) || check_message(&lm, "the message", line, len)) continue;
+        if (!convo_add(&cv, "user", line, len)) {
             rc = tool_fail(strix_error(STRIX_ERR_ALLOC, "chat: out of memory"));
             break;
         }
         rc = chat_turn(&lm, &f, g, &c, &cv);
+        if (rc == 2) { /* the message could not be sent: drop it, go on */
+            free((char *)cv.m[--cv.n].content);
+            rc = 0;
+        }
     }
     if (tty && !rc) fputc('\n', stdout);
     free(line);

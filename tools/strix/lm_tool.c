@@ -21,12 +21,11 @@ void lm_tool_defaults(lm_tool_flags *f) { memset(f, 0, sizeof *f); }
 
 bool lm_tool_is_model_path(const char *path) {
     struct stat st;
+    size_t n = path ? strlen(path) : 0;
+    if (n > 5 && strcmp(path + n - 5, ".gguf") == 0) return true; /* even when missing */
     if (!path || stat(path, &st) != 0) return false;
-    if (S_ISDIR(st.st_mode)) {
-        char cfg[4096];
-        snprintf(cfg, sizeof cfg, "%s/config.json", path);
-        return stat(cfg, &st) == 0;
-    }
+    if (S_ISDIR(st.st_mode)) return true; /* checkpoints are files; a folder is a model's */
+    if (!S_ISREG(st.st_mode)) return false;
     FILE *fp = fopen(path, "rb");
     char magic[4] = {0};
     bool gguf = fp && fread(magic, 1, 4, fp) == 4 && memcmp(magic, "GGUF", 4) == 0;
@@ -107,6 +106,11 @@ int lm_tool_read_prompt(const char *cmd, const char *prompt, const char *file, c
         memcpy(*text, prompt, *len + 1);
         return 0;
     }
+    struct stat st;
+    if (strcmp(file, "-") != 0 && stat(file, &st) == 0 && S_ISDIR(st.st_mode)) {
+        fprintf(stderr, "strix %s: --prompt-file %s is a directory\n", cmd, file);
+        return 2;
+    }
     FILE *fp = strcmp(file, "-") == 0 ? stdin : fopen(file, "rb");
     if (!fp) {
         fprintf(stderr, "strix %s: cannot read --prompt-file %s: %s\n", cmd, file,
@@ -115,24 +119,29 @@ int lm_tool_read_prompt(const char *cmd, const char *prompt, const char *file, c
     }
     size_t cap = 4096, n = 0;
     char *buf = malloc(cap);
-    while (buf) {
+    bool big = false;
+    while (buf && !big) {
         if (n + 1 >= cap) {
-            char *b = cap > PROMPT_MAX ? NULL : realloc(buf, cap * 2);
+            char *b = realloc(buf, cap * 2);
             if (!b) break;
             buf = b;
             cap *= 2;
         }
         size_t k = fread(buf + n, 1, cap - n - 1, fp);
         n += k;
+        big = n > PROMPT_MAX;
         if (k == 0) break;
     }
-    bool err = ferror(fp) || !buf || n + 1 >= cap;
+    bool err = ferror(fp) || !buf;
+    int why = errno;
     if (fp != stdin) fclose(fp);
-    if (err) {
+    if (err || big) {
         free(buf);
-        fprintf(stderr, "strix %s: cannot read --prompt-file %s (error or over %u MB)\n", cmd,
-                file, PROMPT_MAX >> 20);
-        return 1;
+        if (big) fprintf(stderr, "strix %s: --prompt-file %s is over %u MB\n", cmd, file,
+                         PROMPT_MAX >> 20);
+        else fprintf(stderr, "strix %s: cannot read --prompt-file %s: %s\n", cmd, file,
+                     buf ? strerror(why) : "out of memory");
+        return big ? 2 : 1;
     }
     buf[n] = '\0';
     if (strlen(buf) != n) {

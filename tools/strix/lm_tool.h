@@ -48,8 +48,9 @@ typedef struct lm_tool {
 } lm_tool;
 
 void lm_tool_defaults(lm_tool_flags *f);
-/* Whether path names a model for this file: a folder holding config.json, or a file that starts
- * with "GGUF". */
+/* Whether path names a Llama-family model rather than a strix checkpoint: a folder (a Hugging
+ * Face model's), a name ending in .gguf (even a missing one, so that the error is the model's),
+ * or a regular file that starts with "GGUF". */
 bool lm_tool_is_model_path(const char *path);
 /* Loads f->model (threads and backend from f). Refuses a model without a tokenizer. */
 int lm_tool_open(lm_tool *lm, const char *cmd, const lm_tool_flags *f);

@@ -26,8 +26,8 @@
 
 static void print_help(FILE *out) {
     fprintf(out,
-            "strix - train, sample and explain small character-level language models, and run and "
-            "explain\nLlama-family ones (C11; backends built: " STRIX_TOOL_BACKENDS ")\n"
+            "strix - train, sample and explain small character-level language models, run and "
+            "explain Llama-family ones (C11; backends built: " STRIX_TOOL_BACKENDS ")\n"
             "\n"
             "Usage:\n"
             "  strix train  [--data PATH] [--out model.safetensors] [flags]   train a model\n"

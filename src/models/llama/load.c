@@ -551,6 +551,10 @@ strix_status strix_llama_load(const char *path, const strix_llama_options *opt,
     if (stat(path, &st) != 0)
         return strix_error(STRIX_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
     if (S_ISDIR(st.st_mode)) return load_folder(path, opt, out);
+    size_t n = strlen(path);
+    if (S_ISREG(st.st_mode) && n > 12 && strcmp(path + n - 12, ".safetensors") == 0)
+        return strix_error(STRIX_ERR_ARG, "%s: a safetensors file alone is not a model; give "
+                           "the folder that holds it and its config.json", path);
     if (S_ISREG(st.st_mode)) return llama_load_gguf(path, opt, out);
     return strix_error(STRIX_ERR_IO, "%s: neither a model folder nor a .gguf file", path);
 }
