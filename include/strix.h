@@ -2,7 +2,8 @@
  * strix.h - the whole public API of strix in one include. Each part has its own header under
  * strix/ (core, tensor, backend and its ops/, params, safetensors, nn, layers, recurrent, mamba,
  * rwkv, retnet, fuzzy, loss, optim, state_dict, lrp, attribution, train, logic, gpt, gpt_train,
- * seqlm, lm, sample, data, checkpoint, rl); include only what you use if you prefer.
+ * seqlm, lm, sample, data, checkpoint, rl, gguf, tokenizer, llama, textgen, chat); include only
+ * what you use if you prefer.
  * examples/tiny_gpt.c and examples/digits.c are complete, commented programs.
  */
 #ifndef STRIX_H
@@ -13,6 +14,8 @@
 #include "strix/backend.h"
 #include "strix/params.h"
 #include "strix/safetensors.h"
+#include "strix/gguf.h"
+#include "strix/tokenizer.h"
 #include "strix/nn.h"
 #include "strix/layers.h"
 #include "strix/recurrent.h"
@@ -35,5 +38,8 @@
 #include "strix/lrp.h"
 #include "strix/attribution.h"
 #include "strix/rl.h"
+#include "strix/llama.h"
+#include "strix/textgen.h"
+#include "strix/chat.h"
 
 #endif
