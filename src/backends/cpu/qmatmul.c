@@ -14,7 +14,9 @@
  *     prefetched; up to 16 independent lane chains share each decoded block and x's loads.
  *   more rows (prompts, compute-bound): a tile of QM_TILE W rows decoded into the thread's
  *     scratch once (kernel functions), then every token against it with a register block of
- *     QM_MR tokens by QM_NR W rows (5 × 4 lane vectors with AVX-512, 2 × 2 otherwise).
+ *     QM_MR tokens by QM_NR W rows (6 × 4 lane vectors with AVX-512, 2 × 2 otherwise), each
+ *     group of tokens against the whole tile (so y is written in whole lines), the lanes folded
+ *     in registers (AVX-512: four y at once).
  * Threads split the output features into contiguous ranges (whole tiles); each y element comes
  * from one thread, so the thread count never changes a bit. Not here: the kernel math
  * (kernels/quant.h), argument checks (src/core/backend.c).
@@ -31,12 +33,13 @@
 #define QM_GEMV_ROWS 4   /* W rows of the few-rows path at a time */
 #define QM_GEMV_TOKENS 4 /* tokens of the few-rows path at a time */
 #define QM_CHUNK 256   /* values of a one-value type (F32, F16, BF16) decoded at a time */
-/* The register block of rows > 1: QM_MR tokens × QM_NR W rows of 16 lanes (24 AVX-512
- * registers; AVX2's 16 hold 2 × 2 blocks of two halves), and its lists for the unrolled code. */
+/* The register block of rows > 1: QM_MR tokens × QM_NR W rows of 16 lanes (24 of the 32
+ * AVX-512 registers, the 4 W and an x vector beside them; AVX2's 16 hold 2 × 2 blocks of two
+ * halves), and its lists for the unrolled code. */
 #if defined(__AVX512F__)
-#define QM_MR 5
+#define QM_MR 6
 #define QM_NR 4
-#define QM_ROWS(M) M(0) M(1) M(2) M(3) M(4)
+#define QM_ROWS(M) M(0) M(1) M(2) M(3) M(4) M(5)
 #define QM_COLS(M, a) M(a, 0) M(a, 1) M(a, 2) M(a, 3)
 #else
 #define QM_MR 2
@@ -194,8 +197,45 @@ QM_INLINE void block_lanes(int type, const uint8_t *b, lanes *lo, lanes *hi) {
 
 /* The lanes of acc plus w[k]·x[k] for k < count (the values past the last whole run of 16; w[0]
  * is value lane0 of the row), folded: the y element. */
+#if defined(__AVX512F__)
+/* acc plus w[k]·x[k] in lane k for k < count (< 16), the other lanes untouched. */
+QM_INLINE lanes lanes_tail(lanes acc, const float *w, const float *x, size_t count) {
+    __mmask16 m = (__mmask16)((1u << count) - 1);
+    __m512 p = _mm512_mul_ps(_mm512_maskz_loadu_ps(m, w), _mm512_maskz_loadu_ps(m, x));
+    return _mm512_mask_add_ps(acc, m, acc, p);
+}
+/* The kernel's fold in registers: for s = 8, 4, 2, 1 the same additions lane k + lane k + s. */
+QM_INLINE float lanes_fold(lanes c) {
+    __m256 h = _mm256_add_ps(_mm512_castps512_ps256(c),
+                             _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(c), 1)));
+    __m128 q = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+    q = _mm_add_ps(q, _mm_movehl_ps(q, q));
+    return _mm_cvtss_f32(_mm_add_ss(q, _mm_movehdup_ps(q)));
+}
+/* The folds of four lane vectors at once (element b of the result is c<b>'s): the same
+ * additions, the vectors paired by shuffles so that each add serves two or four of them. */
+QM_INLINE __m128 lanes_fold4(lanes c0, lanes c1, lanes c2, lanes c3) {
+    /* s = 8: [c0 lanes k + k+8 (k < 8), c1's], [c2's, c3's] */
+    __m512 a01 = _mm512_add_ps(_mm512_shuffle_f32x4(c0, c1, _MM_SHUFFLE(1, 0, 1, 0)),
+                               _mm512_shuffle_f32x4(c0, c1, _MM_SHUFFLE(3, 2, 3, 2)));
+    __m512 a23 = _mm512_add_ps(_mm512_shuffle_f32x4(c2, c3, _MM_SHUFFLE(1, 0, 1, 0)),
+                               _mm512_shuffle_f32x4(c2, c3, _MM_SHUFFLE(3, 2, 3, 2)));
+    /* s = 4: quarter b holds c<b>'s four lanes */
+    __m512 u = _mm512_add_ps(_mm512_shuffle_f32x4(a01, a23, _MM_SHUFFLE(2, 0, 2, 0)),
+                             _mm512_shuffle_f32x4(a01, a23, _MM_SHUFFLE(3, 1, 3, 1)));
+    u = _mm512_add_ps(u, _mm512_permute_ps(u, _MM_SHUFFLE(3, 2, 3, 2))); /* s = 2 */
+    u = _mm512_add_ps(u, _mm512_permute_ps(u, _MM_SHUFFLE(1, 1, 1, 1))); /* s = 1 */
+    __m512i lane0s = _mm512_setr_epi32(0, 4, 8, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+    return _mm512_castps512_ps128(_mm512_permutexvar_ps(lane0s, u));
+}
+#endif
+
 QM_INLINE float lanes_finish(lanes acc, const float *w, const float *x, size_t count,
                              size_t lane0) {
+#if defined(__AVX512F__)
+    if (lane0 % STRIX_QUANT_LANES == 0) /* always so here: runs start at multiples of 16 */
+        return lanes_fold(count ? lanes_tail(acc, w, x, count) : acc);
+#endif
     float l[STRIX_QUANT_LANES];
     lanes_store(l, acc);
     for (size_t k = 0; k < count && k < STRIX_QUANT_LANES; k++) /* count < 16 */
@@ -354,7 +394,15 @@ QM_INLINE void micro_edge(size_t mr, size_t nr, const float *x, size_t ldx, cons
 #define QM_FINISH(a, b)                                                                        \
     y[a * ldy + b] = lanes_finish(c##a##b, wt + b * ldw + whole, x + a * ldx + whole,          \
                                   in - whole, whole);
+#if defined(__AVX512F__) /* QM_NR == 4: the four y of token a folded together */
+#define QM_TAIL(a, b)                                                                          \
+    c##a##b = lanes_tail(c##a##b, wt + b * ldw + whole, x + a * ldx + whole, in - whole);
+#define QM_FINISH_ROW(a)                                                                       \
+    if (whole < in) { QM_COLS(QM_TAIL, a) }                                                    \
+    _mm_storeu_ps(y + a * ldy, lanes_fold4(c##a##0, c##a##1, c##a##2, c##a##3));
+#else
 #define QM_FINISH_ROW(a) QM_COLS(QM_FINISH, a)
+#endif
 static void micro_full(const float *x, size_t ldx, const float *wt, size_t ldw, size_t in,
                        float *y, size_t ldy) {
     QM_ROWS(QM_DECL_ROW)
@@ -372,16 +420,17 @@ static void micro_full(const float *x, size_t ldx, const float *wt, size_t ldw, 
 #undef QM_STEP_ROW
 #undef QM_FINISH
 #undef QM_FINISH_ROW
+#undef QM_TAIL
 
 /* y columns [j0, j0 + n) of every token from the tile wt (n <= QM_TILE decoded W rows of in):
- * QM_NR W rows (in L1) against every group of QM_MR tokens (streamed from L2), then the
- * edges. */
+ * each group of QM_MR tokens (in L1) against every QM_NR W rows of the tile (L1 or L2), then
+ * the edges. Tokens outermost: x streams once per tile, and each y line is written at once. */
 static void tile_times_tokens(const float *x, size_t rows, size_t in, const float *wt, size_t n,
                               float *y, size_t out, size_t j0) {
-    for (size_t b = 0; b < n; b += QM_NR) {
-        size_t nr = n - b < QM_NR ? n - b : QM_NR;
-        for (size_t t = 0; t < rows; t += QM_MR) {
-            size_t mr = rows - t < QM_MR ? rows - t : QM_MR;
+    for (size_t t = 0; t < rows; t += QM_MR) {
+        size_t mr = rows - t < QM_MR ? rows - t : QM_MR;
+        for (size_t b = 0; b < n; b += QM_NR) {
+            size_t nr = n - b < QM_NR ? n - b : QM_NR;
             const float *xt = x + t * in, *wb = wt + b * in;
             float *yt = y + t * out + j0 + b;
             if (mr == QM_MR && nr == QM_NR)
