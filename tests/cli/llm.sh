@@ -116,6 +116,16 @@ printf 'caf\xe9\nWhat is 2+2?\n' |
 rc=$?
 [ $rc -eq 0 ] && grep -q "not valid UTF-8 at byte offset 3" iv.err && [ "$(wc -l <iv.out)" -eq 1 ] \
     && ok "chat refuses one bad message and goes on: $(cat iv.err)" || fail "chat bad line: exit $rc, $(cat iv.err)"
+# a generation that ends inside a character prints U+FFFD there, never broken UTF-8
+"$STRIX" "${G[@]}" --prompt "🌍🌍🌍" --max-new-tokens 1 >u8.out 2>&1
+python3 -c "import sys; open(sys.argv[1], 'rb').read().decode('utf-8')" u8.out \
+    && ok "output valid UTF-8 when cut inside a character" || fail "broken UTF-8: $(od -c u8.out | head -2)"
+# --words keeps special tokens as words of their own
+"$STRIX" "${E[@]}" --chat --prompt "What is 2+2?" --words --top 0 >sw.out 2>&1
+grep -q "'<|im_start|>' " sw.out && ! grep -q "<|im_end|>'" <(grep -v "^ *[0-9]* *'<|im_end|>'" sw.out) \
+    && ok "--words: special tokens alone" || fail "--words with special tokens: $(cat sw.out)"
+expect_error "--generate with --target" "--generate" "$STRIX" explain --model "$M" --prompt x \
+    --generate 2 --target " a"
 echo keep >keep.svg
 expect_error "explain never replaces a foreign file" "--force" "$STRIX" explain --model "$M" \
     --prompt x --svg keep.svg

@@ -228,18 +228,20 @@ static int explain_step(lm_tool *lm, const lm_explain_flags *f, const int32_t *i
     int *start = NULL;
     int rc = token_spans(lm->tok, ids, n, &text, &start);
     if (rc) return rc;
+    bool *alone = malloc(n * sizeof *alone); /* special tokens stay words of their own */
+    for (size_t i = 0; alone && i < n; i++) alone[i] = strix_tokenizer_is_special(lm->tok, ids[i]);
     char *pred = token_text(lm->tok, info.argmax), *tgt = token_text(lm->tok, info.target);
     char *con = contrast >= 0 ? token_text(lm->tok, contrast) : NULL;
     render_explanation re = {
         .text = text, .offset = 0, .n_bytes = start[n], .n = (int)n, .start = start,
         .relevance = rel, .unit = "token", .predicted_text = pred, .target_text = tgt,
-        .contrast_text = con, .cell_ids = ids, .contrast = -1,
+        .contrast_text = con, .cell_ids = ids, .cell_alone = alone, .contrast = -1,
         .predicted_prob = (float)prob_of(logits, V, info.argmax),
         .target_prob = (float)prob_of(logits, V, info.target), .target_logit = info.target_logit,
         .contrast_logit = info.contrast_logit, .rule = "attnlrp", .method = "lrp",
         .baseline_output = NAN, .conserved_sum = info.explained, .model = f->lm.model,
         .sum_out = info.relevance_out_sum, .sum_in = info.relevance_in_sum, .softmax_gap = NAN};
-    if (!pred || !tgt || (contrast >= 0 && !con))
+    if (!pred || !tgt || (contrast >= 0 && !con) || !alone)
         rc = tool_fail(strix_error(STRIX_ERR_ALLOC, "out of memory"));
     if (!rc && f->words && render_group_words(&re, rel, NULL) != 0)
         rc = tool_fail(strix_error(STRIX_ERR_ALLOC, "out of memory"));
@@ -250,6 +252,7 @@ static int explain_step(lm_tool *lm, const lm_explain_flags *f, const int32_t *i
     free(pred);
     free(tgt);
     free(con);
+    free(alone);
     free(text);
     free(start);
     return rc;
@@ -304,6 +307,11 @@ int cmd_explain_lm(int argc, char **argv) {
     if (!rc) rc = lm_tool_encode(&lm, "explain", text, strlen(text), !f.chat, &ids, &n);
     if (!rc && f.target) rc = first_token(&lm, "target", f.target, &target);
     if (!rc && f.contrast) rc = first_token(&lm, "contrast", f.contrast, &contrast);
+    if (!rc && f.generate > 1 && (f.target || f.contrast)) {
+        fprintf(stderr, "strix explain: --target and --contrast name one prediction; --generate "
+                        "explains the predicted token of every step\n");
+        rc = 2;
+    }
     if (!rc && target >= 0 && target == contrast) {
         fprintf(stderr, "strix explain: --target and --contrast are the same token\n");
         rc = 2;

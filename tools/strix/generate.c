@@ -73,6 +73,9 @@ static int gen_check(const char *cmd, const gen_flags *f) {
                       : f->lm.max_context == 1 ? "--max-context must be 0 (the model's) or >= 2"
                                                : NULL;
     if (bad) fprintf(stderr, "strix %s: %s\n", cmd, bad);
+    else if (f->temperature == 0.0f && (f->top_k > 0 || f->top_p < 1.0f || f->min_p > 0.0f))
+        fprintf(stderr, "strix %s: note: --top-k, --top-p and --min-p act only when sampling "
+                        "(--temperature > 0); this run is greedy\n", cmd);
     return bad ? 2 : 0;
 }
 
@@ -88,8 +91,21 @@ static strix_textgen_config gen_config(const gen_flags *f) {
     return c;
 }
 
-/* Streams the generation started on g: each token's bytes to stdout as drawn. Returns 0, or 1
- * after an error line. *why is the reason it stopped. */
+/* Bytes at the end of t[0..n) that begin a UTF-8 character not complete yet (0-3). */
+static size_t utf8_pending(const char *t, size_t n) {
+    for (size_t k = 1; k <= 3 && k <= n; k++) {
+        unsigned char c = (unsigned char)t[n - k];
+        if ((c & 0xC0) == 0x80) continue; /* a continuation byte: look further back */
+        size_t need = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
+        return need > k ? k : 0;
+    }
+    return 0;
+}
+
+/* Streams the generation started on g: each token's bytes to stdout as drawn, holding back a
+ * character that is not complete yet (a generation that ends inside one shows U+FFFD there, as
+ * the tokenizer's decode does). Returns 0, or 1 after an error line. *why is the reason it
+ * stopped. */
 static int stream(strix_textgen *g, strix_textgen_stop *why, size_t *tokens) {
     size_t printed = 0, len = 0;
     *tokens = 0;
@@ -97,17 +113,18 @@ static int stream(strix_textgen *g, strix_textgen_stop *why, size_t *tokens) {
         int32_t id;
         strix_status s = strix_textgen_next(g, &id, why);
         const char *text = strix_textgen_text(g, &len);
-        if (len > printed) {
-            fwrite(text + printed, 1, len - printed, stdout);
-            if (fflush(stdout) != 0 || ferror(stdout)) {
-                fprintf(stderr, "strix: cannot write the generated text: %s\n", strerror(errno));
-                return 1;
-            }
-            printed = len;
+        bool end = s != STRIX_OK || *why != STRIX_TEXTGEN_RUNNING;
+        size_t ready = len - utf8_pending(text, len);
+        if (ready > printed) fwrite(text + printed, 1, ready - printed, stdout);
+        printed = ready > printed ? ready : printed;
+        if (end && len > printed) fputs("\xEF\xBF\xBD", stdout); /* U+FFFD */
+        if (fflush(stdout) != 0 || ferror(stdout)) {
+            fprintf(stderr, "strix: cannot write the generated text: %s\n", strerror(errno));
+            return 1;
         }
         if (s != STRIX_OK) return tool_fail(s);
         if (id >= 0) (*tokens)++;
-        if (*why != STRIX_TEXTGEN_RUNNING) return 0;
+        if (end) return 0;
     }
 }
 
@@ -197,8 +214,8 @@ int cmd_generate(int argc, char **argv) {
         strix_textgen_stop why = STRIX_TEXTGEN_RUNNING;
         size_t made = 0;
         rc = s != STRIX_OK ? tool_fail(s) : stream(g, &why, &made);
-        if (s == STRIX_OK) {
-            if (!rc) fputc('\n', stdout);
+        if (!rc) {
+            fputc('\n', stdout);
             summary(&f, n, t1 - t0, made, tool_now() - t1, why);
         }
     }

@@ -876,7 +876,8 @@ static bool is_space(unsigned char c) { return c == ' ' || (c >= '\t' && c <= '\
 
 /* Whether cell i starts a word (render_group_words). */
 static bool word_starts(const render_explanation *e, int i) {
-    return i == 0 || is_space(at(e, i)) || is_space(last_of(e, i - 1));
+    bool alone = e->cell_alone && (e->cell_alone[i] || (i > 0 && e->cell_alone[i - 1]));
+    return i == 0 || alone || is_space(at(e, i)) || is_space(last_of(e, i - 1));
 }
 
 int render_group_words(render_explanation *e, const float *cell_rel, const float *cell_pos) {
@@ -912,6 +913,7 @@ int render_group_words(render_explanation *e, const float *cell_rel, const float
     e->relevance = rel;
     e->relevance_position = pos;
     e->cell_ids = NULL;
+    e->cell_alone = NULL;
     e->unit = "word";
     return 0;
 }

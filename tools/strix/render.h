@@ -73,6 +73,8 @@ typedef struct render_explanation {
     const char *target_text;    /* fields when set; contrast_text set means there is a */
     const char *contrast_text;  /* contrast, whatever `contrast` holds */
     const int32_t *cell_ids;    /* (n) token id of each cell (JSON "id"), or NULL */
+    const bool *cell_alone;     /* (n) cells that render_group_words keeps as words of their
+                                 * own (special tokens such as <|im_start|>), or NULL */
 } render_explanation;
 
 /* Groups e's bytes into characters: each valid UTF-8 sequence (RFC 3629) is one, every other
@@ -85,9 +87,11 @@ int render_group_utf8(render_explanation *e, const float *byte_rel, const float 
  * word starts at the first cell, at a cell whose first byte is whitespace (space, \t, \n, \v,
  * \f, \r) and at a cell after one whose last byte is whitespace; every other cell joins the word
  * before it (so "Hello" "," " world" -> "Hello," " world"; "\n\n" "The" -> "\n\n" "The"; the
- * halves of a split multi-byte character join). cell_rel (e->n) and cell_pos (e->n, or NULL) are
+ * halves of a split multi-byte character join); a cell marked in e->cell_alone is a word of its
+ * own, and the cell after it starts one. cell_rel (e->n) and cell_pos (e->n, or NULL) are
  * summed per word (in double, cells ascending) into e->relevance and e->relevance_position; e->n
- * and e->start are replaced by the words', e->cell_ids is set to NULL and e->unit to "word". The
+ * and e->start are replaced by the words', e->cell_ids and e->cell_alone are set to NULL and
+ * e->unit to "word". The
  * new arrays are allocated here (free them with render_group_free); the cell arrays (e->start on
  * entry, cell_rel, cell_pos) stay the caller's. Returns 0, or -1 when out of memory (e
  * unchanged). */
