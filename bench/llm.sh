@@ -57,7 +57,7 @@ load = float(re.search(r"loaded in ([0-9.]+) s", g).group(1))
 m = re.search(r"prompt (\d+) tokens in [0-9.]+ s \(([0-9.]+) tokens/s\); generated (\d+) tokens "
               r"in [0-9.]+ s \(([0-9.]+) tokens/s\)", g)
 rss = max(float(x) for x in re.findall(r"peak RSS ([0-9]+) MB", g + e))
-ex = float(re.search(r"explained \d+ tokens in ([0-9.]+) s", e).group(1))
+ex = float(re.search(r"explained the next token after \d+ tokens in ([0-9.]+) s", e).group(1))
 print(json.dumps({"engine": "strix", "load_s": load, "prompt_tok_s": float(m.group(2)),
                   "gen_tok_s": float(m.group(4)), "explain_s": ex, "peak_rss_mb": rss,
                   "prompt_tokens": int(m.group(1)), "new_tokens": int(m.group(3))}))
