@@ -53,12 +53,13 @@ E=(explain --model "$M" --threads 2 --color never)
 grep -q "^next token: ' Paris' (p = 0\.[0-9]*)" e.out && grep -q "' France' " e.out \
     && grep -q "wrote e.json" e.out && ok "explain: $(grep '^next token' e.out)" \
     || fail "explain output: $(cat e.out)"
-python3 - e.json <<'PY' && ok "explain JSON: unit, texts, ids, five positions" || fail "explain JSON"
+python3 - e.json <<'PY' && ok "explain JSON: unit, texts, ids, five positions, output ids" || fail "explain JSON"
 import json, sys
 j = json.load(open(sys.argv[1]))
 assert j["unit"] == "token" and j["predicted_text"] == " Paris", j
 assert [p["char"] for p in j["positions"]] == ["The", " capital", " of", " France", " is"], j
 assert all(isinstance(p["id"], int) for p in j["positions"])
+assert j["predicted_id"] == j["target_id"] and "contrast_id" not in j, j
 PY
 "$STRIX" "${E[@]}" --prompt "The capital of France is" --target " Berlin" >t.out 2>&1 \
     && grep -q "^explained: logit of ' Berlin'" t.out && ok "--target ' Berlin'" \

@@ -228,6 +228,7 @@ static int explain_step(lm_tool *lm, const lm_explain_flags *f, const int32_t *i
     int *start = NULL;
     int rc = token_spans(lm->tok, ids, n, &text, &start);
     if (rc) return rc;
+    const int32_t out_ids[3] = {info.argmax, info.target, contrast};
     bool *alone = malloc(n * sizeof *alone); /* special tokens stay words of their own */
     for (size_t i = 0; alone && i < n; i++) alone[i] = strix_tokenizer_is_special(lm->tok, ids[i]);
     char *pred = token_text(lm->tok, info.argmax), *tgt = token_text(lm->tok, info.target);
@@ -236,6 +237,7 @@ static int explain_step(lm_tool *lm, const lm_explain_flags *f, const int32_t *i
         .text = text, .offset = 0, .n_bytes = start[n], .n = (int)n, .start = start,
         .relevance = rel, .unit = "token", .predicted_text = pred, .target_text = tgt,
         .contrast_text = con, .cell_ids = ids, .cell_alone = alone, .contrast = -1,
+        .output_ids = out_ids,
         .predicted_prob = (float)prob_of(logits, V, info.argmax),
         .target_prob = (float)prob_of(logits, V, info.target), .target_logit = info.target_logit,
         .contrast_logit = info.contrast_logit, .rule = "attnlrp", .method = "lrp",

@@ -750,6 +750,10 @@ static bool json_outputs(cJSON *root, const render_explanation *e) {
         ok = !t || (clean && cJSON_AddStringToObject(root, text_keys[k], clean));
         free(clean);
     }
+    static const char *const id_keys[3] = {"predicted_id", "target_id", "contrast_id"};
+    for (int k = 0; k < 3 && ok && e->output_ids; k++)
+        ok = (k == 2 && e->output_ids[2] < 0) ||
+             cJSON_AddNumberToObject(root, id_keys[k], e->output_ids[k]);
     return ok;
 }
 

@@ -75,6 +75,8 @@ typedef struct render_explanation {
     const int32_t *cell_ids;    /* (n) token id of each cell (JSON "id"), or NULL */
     const bool *cell_alone;     /* (n) cells that render_group_words keeps as words of their
                                  * own (special tokens such as <|im_start|>), or NULL */
+    const int32_t *output_ids;  /* (3) token ids of the predicted, target and contrast tokens
+                                 * (-1: no contrast), JSON "predicted_id" ...; or NULL */
 } render_explanation;
 
 /* Groups e's bytes into characters: each valid UTF-8 sequence (RFC 3629) is one, every other
@@ -140,6 +142,7 @@ int render_html(FILE *out, const render_explanation *e, int top);
 
 /* JSON (cJSON): prompt (whole), offset, model, method, rule, unit (when e->unit is set),
  * predicted, target, contrast, predicted_text / target_text / contrast_text (when set),
+ * predicted_id / target_id / contrast_id (with output_ids; no contrast_id without one),
  * predicted_byte, probability, target_byte, target_probability, target_logit (and contrast_byte,
  * contrast_logit), positions [{position, id, byte, bytes, char, relevance, position_relevance}]
  * (one per cell: position and byte are its first byte's, bytes all of them, id with cell_ids),
