@@ -792,27 +792,6 @@ static void test_rl_grads_fd(void **state) {
 }
 
 /* A STRIX_ASSERT hook that jumps back into the test (cmocka's own hook is not installed). */
-static jmp_buf contract_jump;
-static char contract_message[256];
-static void contract_jump_out(const char *file, int line, const char *msg) {
-    (void)file, (void)line;
-    snprintf(contract_message, sizeof contract_message, "%s", msg);
-    longjmp(contract_jump, 1);
-}
-
-/* Asserts that `call` fails a STRIX_ASSERT whose message names `what`. */
-#define assert_contract_broken(call, what)                                                     \
-    do {                                                                                       \
-        strix_set_abort_callback(contract_jump_out);                                           \
-        if (setjmp(contract_jump) == 0) {                                                      \
-            (void)(call);                                                                      \
-            strix_set_abort_callback(NULL);                                                    \
-            fail_msg("%s returned instead of breaking its contract", #call);                   \
-        }                                                                                      \
-        strix_set_abort_callback(NULL);                                                        \
-        assert_non_null(strstr(contract_message, (what)));                                     \
-    } while (0)
-
 /* Rotate-half RoPE: L = Σ w·rope(x); its backward, the inverse rotation of w, vs central
  * differences of L over x. */
 static void test_rope_rotate_half_fd(void **state) {

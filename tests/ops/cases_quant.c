@@ -183,26 +183,6 @@ static void test_matmul_blocks_types(void **state) {
 }
 
 /* A STRIX_ASSERT hook that jumps back into the test. */
-static jmp_buf contract_jump;
-static char contract_message[256];
-static void contract_jump_out(const char *file, int line, const char *msg) {
-    (void)file, (void)line;
-    snprintf(contract_message, sizeof contract_message, "%s", msg);
-    longjmp(contract_jump, 1);
-}
-
-#define assert_contract_broken(call, what)                                                     \
-    do {                                                                                       \
-        strix_set_abort_callback(contract_jump_out);                                           \
-        if (setjmp(contract_jump) == 0) {                                                      \
-            (void)(call);                                                                      \
-            strix_set_abort_callback(NULL);                                                    \
-            fail_msg("%s returned instead of breaking its contract", #call);                   \
-        }                                                                                      \
-        strix_set_abort_callback(NULL);                                                        \
-        assert_non_null(strstr(contract_message, (what)));                                     \
-    } while (0)
-
 /* Refusals leave y untouched; empty shapes: in 0 gives zeros, rows or out 0 writes nothing. */
 static void test_matmul_blocks_refusals(void **state) {
     (void)state;

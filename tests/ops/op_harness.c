@@ -248,3 +248,12 @@ float *up(strix_backend *be, const float *host, size_t n) {
 void down(strix_backend *be, float *host, const float *device, size_t n) {
     tl_download(be, host, device, n * sizeof(float));
 }
+
+jmp_buf op_contract_jump;
+char op_contract_message[256];
+
+void op_contract_jump_out(const char *file, int line, const char *msg) {
+    (void)file, (void)line;
+    snprintf(op_contract_message, sizeof op_contract_message, "%s", msg);
+    longjmp(op_contract_jump, 1);
+}

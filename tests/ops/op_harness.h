@@ -83,6 +83,23 @@ int run_op_cases(const op_case *cases, size_t count);
 
 #define OK(call) assert_int_equal((call), STRIX_OK)
 
+/* Contract checks (op_harness.c): assert_contract_broken(call, what) asserts that `call` fails a
+ * STRIX_ASSERT whose message names `what` (the abort callback jumps back here). */
+extern jmp_buf op_contract_jump;
+extern char op_contract_message[256];
+void op_contract_jump_out(const char *file, int line, const char *msg);
+#define assert_contract_broken(call, what)                                                     \
+    do {                                                                                       \
+        strix_set_abort_callback(op_contract_jump_out);                                        \
+        if (setjmp(op_contract_jump) == 0) {                                                   \
+            (void)(call);                                                                      \
+            strix_set_abort_callback(NULL);                                                    \
+            fail_msg("%s returned instead of breaking its contract", #call);                   \
+        }                                                                                      \
+        strix_set_abort_callback(NULL);                                                        \
+        assert_non_null(strstr(op_contract_message, (what)));                                  \
+    } while (0)
+
 /* Backend tl_backend_names[index] opened by tl_backend_open (NULL where this build or machine
  * lacks it), with every filled primitive slot routed through a counter: each call of slot `id`
  * adds 1 to op_slot_hits[index][id], then runs the backend's own slot. Close with

@@ -37,12 +37,9 @@ typedef struct lm_explain_flags {
 static void lm_explain_specs(lm_explain_flags *f, arg_spec *s) {
     const arg_spec table[] = {
         LM_TOOL_FLAGS(&f->lm),
-        FLAG("prompt", ARG_STRING, &f->prompt, 0, 0, 0, "TEXT",
-             "text whose next token is explained (this or --prompt-file; no default)"),
-        FLAG("prompt-file", ARG_STRING, &f->prompt_file, 0, 0, 0, "FILE",
-             "read the prompt from FILE; - reads standard input (no default)"),
-        FLAG("chat", ARG_SWITCH, &f->chat, 0, 0, 0, NULL,
-             "wrap the prompt as one user message in the model's chat template"),
+        LM_TOOL_PROMPT_FLAGS(&f->prompt, &f->prompt_file, &f->chat,
+                             "text whose next token is explained (this or --prompt-file; no "
+                             "default)"),
         FLAG("target", ARG_STRING, &f->target, 0, 0, 0, "TEXT",
              "explain the logit of TEXT's first token (e.g. \" Paris\"; default: the predicted "
              "token)"),

@@ -140,12 +140,8 @@ static void summary(const gen_flags *f, size_t prompt_n, double prompt_s, size_t
 static void generate_specs(gen_flags *f, arg_spec *s) {
     const arg_spec table[] = {
         LM_TOOL_FLAGS(&f->lm),
-        FLAG("prompt", ARG_STRING, &f->prompt, 0, 0, 0, "TEXT",
-             "text to continue (this or --prompt-file; no default)"),
-        FLAG("prompt-file", ARG_STRING, &f->prompt_file, 0, 0, 0, "FILE",
-             "read the prompt from FILE; - reads standard input (no default)"),
-        FLAG("chat", ARG_SWITCH, &f->chat_template, 0, 0, 0, NULL,
-             "wrap the prompt as one user message in the model's chat template"),
+        LM_TOOL_PROMPT_FLAGS(&f->prompt, &f->prompt_file, &f->chat_template,
+                             "text to continue (this or --prompt-file; no default)"),
         FLAG("echo", ARG_SWITCH, &f->echo, 0, 0, 0, NULL, "print the prompt before the new text"),
         FLAG("ignore-eos", ARG_SWITCH, &f->ignore_eos, 0, 0, 0, NULL,
              "go on past end-of-sequence tokens (benchmarks: always --max-new-tokens)"),

@@ -36,6 +36,14 @@ typedef struct lm_tool_flags {
         FLAG("backend", ARG_STRING, &(f)->backend, 0, 0, 0, "NAME",                              \
              "cpu or cpu-blas (default cpu)")
 
+/* --prompt, --prompt-file and --chat into the given fields (three table rows). */
+#define LM_TOOL_PROMPT_FLAGS(prompt_, file_, chat_, prompt_help)                                 \
+    FLAG("prompt", ARG_STRING, prompt_, 0, 0, 0, "TEXT", prompt_help),                           \
+        FLAG("prompt-file", ARG_STRING, file_, 0, 0, 0, "FILE",                                  \
+             "read the prompt from FILE; - reads standard input (no default)"),                  \
+        FLAG("chat", ARG_SWITCH, chat_, 0, 0, 0, NULL,                                           \
+             "wrap the prompt as one user message in the model's chat template")
+
 typedef struct lm_tool {
     strix_llama *model;
     const strix_tokenizer *tok;
