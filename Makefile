@@ -53,7 +53,7 @@ test-asan: deps
 bench: build
 	bash bench/gpt_train.sh
 	bash bench/zoo_train.sh
-	OMP_WAIT_POLICY=passive ./$(BUILD)/bench_explain
+	./$(BUILD)/bench_explain
 
 clean:
 	rm -rf $(BUILD) build-asan

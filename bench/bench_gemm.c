@@ -4,9 +4,8 @@
  * on the current thread count (OMP_NUM_THREADS / OPENBLAS_NUM_THREADS, or argv[1]).
  *
  * Usage: bench_gemm [threads] [repeats]. Prints the median of `repeats` timed runs (after one
- * warm-up) beside the fp32 peak of the ISA the build targets: threads × 2 FMA pipes × lanes
- * (16 for AVX-512, 8 for AVX2) × 2 flops × clock, the clock in GHz from STRIX_CPU_GHZ (default
- * 2.445, DESIGN.md's Zen 3). A benchmark, never a test.
+ * warm-up) beside the measured FMA peak (fma_peak.h) of the vector width the kernels use on this
+ * CPU (strix_cpu_isa), on the same thread count. A benchmark, never a test.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,8 +15,7 @@
 #include "strix/backend.h"
 
 #include "bench_util.h"
-
-#define DEFAULT_GHZ 2.445
+#include "fma_peak.h"
 
 typedef struct gemm_shape {
     const char *label;
@@ -83,25 +81,15 @@ int main(int argc, char **argv) {
     for (int b = 0; b < 2; b++)
         if (strix_backend_init(names[b], &backends[b]) != STRIX_OK) backends[b] = NULL;
     int threads = strix_get_num_threads();
-#if defined(__AVX512F__)
-    const char *isa = "AVX-512 (own micro-kernel 8x32)";
-    const int lanes = 16;
-#elif defined(__AVX2__)
-    const char *isa = "AVX2 (own micro-kernel 6x16)";
-    const int lanes = 8;
-#else
-    const char *isa = "no AVX2 (scalar own micro-kernel)";
-    const int lanes = 1;
-#endif
-    const char *ghz_env = getenv("STRIX_CPU_GHZ");
-    double ghz = ghz_env ? atof(ghz_env) : DEFAULT_GHZ;
-    if (!(ghz > 0.0)) ghz = DEFAULT_GHZ;
-    double peak = threads * 2.0 * lanes * 2.0 * ghz;
+    const char *isa = strix_cpu_isa();
+    int lanes = strcmp(isa, "avx512") == 0 ? 16 : 8;
+    double peak = fma_peak_gflops(lanes, threads, false);
     const char *coretype = getenv("OPENBLAS_CORETYPE");
-    printf("GEMM GFLOP/s, %d thread(s), median of %d, build %s, OPENBLAS_CORETYPE=%s\n", threads,
-           repeats, isa, coretype ? coretype : "(auto)");
-    printf("(%%) = share of the peak %.1f GFLOP/s = %d threads x 2 FMA x %d lanes x 2 x %.3f GHz "
-           "(set STRIX_CPU_GHZ)\n", peak, threads, lanes, ghz);
+    printf("GEMM GFLOP/s, %d thread(s), median of %d, own kernels: %s, OPENBLAS_CORETYPE=%s\n",
+           threads, repeats, isa, coretype ? coretype : "(auto)");
+    printf("(%%) = share of the measured peak: %.1f GFLOP/s (%d-lane FMA, %d threads)\n", peak,
+           lanes, threads);
+    if (!(peak > 0.0)) peak = 1.0;
     printf("%-36s %16s %16s\n", "shape (m,k)·(k,n)", "own (cpu)", "OpenBLAS");
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
         const gemm_shape *sh = &shapes[s];

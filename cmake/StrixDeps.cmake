@@ -46,16 +46,6 @@ else()
   message(STATUS "strix: OpenBLAS off (cpu-blas backend unavailable)")
 endif()
 
-# OpenMP (parallel loops over independent outputs): part of gcc
-if(STRIX_OPENMP)
-  find_package(OpenMP COMPONENTS C)
-  if(OpenMP_C_FOUND)
-    message(STATUS "strix: OpenMP found")
-    target_compile_definitions(strix_deps INTERFACE STRIX_HAVE_OPENMP=1)
-  else()
-    message(WARNING "strix: OpenMP not found, CPU loops run on one thread")
-  endif()
-endif()
 
 # MPI (data-parallel training across processes, src/dist/mpi.c): Debian libopenmpi-dev (and
 # openmpi-bin for mpirun). STRIX_MPI: AUTO (on when found), ON (stop when it is not) or OFF. A build

@@ -3,7 +3,8 @@
  * against a double-precision naive reference, the own kernel against the float naive loop bit for
  * bit (it promises ascending-k sums, independent of blocking and threads), both transposes,
  * beta 0 (NaN in out must not leak) and 1, and gemm_batched with leading dimensions wider than
- * the rows, batch strides, alpha, and untouched gaps between rows.
+ * the rows, batch strides, alpha, and untouched gaps between rows; and each micro-kernel the CPU
+ * runs (scalar, AVX2, AVX-512), forced in turn.
  * Not here: the small PyTorch golden of gemm_ex (test_ops.c).
  */
 #include <float.h>
@@ -13,6 +14,7 @@
 #include <cmocka.h>
 
 #include "testlib.h"
+#include "backends/cpu/cpu_internal.h" /* cpu_isa_force */
 
 #define OK(call) assert_int_equal((call), STRIX_OK)
 
@@ -22,7 +24,7 @@ static float element(const float *x, size_t ld, bool trans, size_t r, size_t c) 
 }
 
 /* C = alpha·op(A)·op(B) + beta·C by the float loop of the contract: ascending k from 0.0f, one
- * multiply then one add per product (the build has -ffp-contract=off). beta 0 never reads C. */
+ * fused multiply-add (fmaf, a single rounding) per product. beta 0 never reads C. */
 static void naive_float(const float *a, size_t lda, bool ta, const float *b, size_t ldb, bool tb,
                         float *c, size_t ldc, size_t m, size_t k, size_t n, float alpha,
                         float beta) {
@@ -30,7 +32,7 @@ static void naive_float(const float *a, size_t lda, bool ta, const float *b, siz
         for (size_t j = 0; j < n; j++) {
             float sum = 0.0f;
             for (size_t p = 0; p < k; p++)
-                sum = sum + element(a, lda, ta, i, p) * element(b, ldb, tb, p, j);
+                sum = fmaf(element(a, lda, ta, i, p), element(b, ldb, tb, p, j), sum);
             c[i * ldc + j] = beta == 0.0f ? alpha * sum : alpha * sum + beta * c[i * ldc + j];
         }
 }
@@ -117,27 +119,31 @@ static bool check_shape(strix_backend *be, bool own_kernel, shape s, uint64_t se
     return ok;
 }
 
-static void test_gemm_odd_shapes(void **state) {
-    (void)state;
+/* Odd and large shapes on one backend; returns how many were checked. */
+static int odd_shape_cases(strix_backend *be, bool own) {
     static const size_t sizes[] = {1, 3, 17, 127};
     static const shape large[] = {
         {1037, 3, 17}, {17, 1037, 3}, {3, 17, 1037}, {1037, 127, 65}, {127, 1037, 17},
         {65, 127, 1037}, {1031, 517, 263},
     };
+    uint64_t seed = 100;
+    int checked = 0;
+    for (size_t i = 0; i < 4; i++)
+        for (size_t p = 0; p < 4; p++)
+            for (size_t j = 0; j < 4; j++, checked++)
+                assert_true(check_shape(be, own, (shape){sizes[i], sizes[p], sizes[j]}, seed += 3));
+    for (size_t s = 0; s < sizeof large / sizeof large[0]; s++, checked++)
+        assert_true(check_shape(be, own, large[s], seed += 3));
+    return checked;
+}
+
+static void test_gemm_odd_shapes(void **state) {
+    (void)state;
     double start = tl_seconds();
     for (size_t bi = 0; bi < TL_BACKEND_COUNT; bi++) {
         strix_backend *be = tl_backend_open(tl_backend_names[bi]);
         if (!be) continue;
-        bool own = strcmp(tl_backend_names[bi], "cpu") == 0;
-        uint64_t seed = 100;
-        int checked = 0;
-        for (size_t i = 0; i < 4; i++)
-            for (size_t p = 0; p < 4; p++)
-                for (size_t j = 0; j < 4; j++, checked++)
-                    assert_true(check_shape(be, own, (shape){sizes[i], sizes[p], sizes[j]},
-                                            seed += 3));
-        for (size_t s = 0; s < sizeof large / sizeof large[0]; s++, checked++)
-            assert_true(check_shape(be, own, large[s], seed += 3));
+        int checked = odd_shape_cases(be, strcmp(tl_backend_names[bi], "cpu") == 0);
         printf("  %-9s %d shapes x 4 transposes x beta {0,1} ok\n", strix_backend_name(be),
                checked);
         strix_backend_free(be);
@@ -235,42 +241,68 @@ static bool check_batched(strix_backend *be, bool own, size_t m, size_t k, size_
 
 #define FULL STRIX_GEMM_FULL
 
+/* Batched products, with and without causal skips, on one backend. */
+static void batched_cases(strix_backend *be, bool own) {
+    for (int t = 0; t < 4; t++) {
+        bool ta = t & 1, tb = t & 2;
+        assert_true(check_batched(be, own, 64, 32, 64, ta, tb, 7, 0.125f, 0.0f, FULL));
+        assert_true(check_batched(be, own, 17, 33, 29, ta, tb, 1, 1.0f, 0.5f, FULL));
+        assert_true(check_batched(be, own, 17, 33, 29, ta, tb, 5, -2.0f, 1.0f, FULL));
+        assert_true(check_batched(be, own, 130, 260, 140, ta, tb, 2, 1.0f, 0.0f, FULL));
+    }
+    /* causal skips: attention's shapes, odd sizes, and one item big enough to be split
+     * across threads by rows (130 x 140) or by columns (40 x 300); bit-exact on "cpu" */
+    static const strix_gemm_skip skips[] = {STRIX_GEMM_OUT_LOWER, STRIX_GEMM_A_LOWER,
+                                            STRIX_GEMM_A_UPPER};
+    for (int t = 0; t < 12; t++) {
+        bool ta = t & 1, tb = t & 2;
+        strix_gemm_skip skip = skips[t / 4];
+        assert_true(check_batched(be, own, 64, 64, 32, ta, tb, 5, 1.0f, 0.0f, skip));
+        assert_true(check_batched(be, own, 64, 32, 64, ta, tb, 3, 0.5f, 1.0f, skip));
+        assert_true(check_batched(be, own, 17, 19, 29, ta, tb, 2, 1.0f, 0.0f, skip));
+        assert_true(check_batched(be, own, 130, 300, 140, ta, tb, 1, 1.0f, 0.0f, skip));
+        assert_true(check_batched(be, own, 40, 300, 300, ta, tb, 1, 1.0f, 0.5f, skip));
+        /* head slices of a (B,T,3C) buffer: row strides near 384, batch 16, T 64, hs 32 */
+        ld_extra = 349;
+        assert_true(check_batched(be, own, 64, 32, 64, ta, tb, 16, 1.0f, 0.0f, skip));
+        assert_true(check_batched(be, own, 64, 64, 32, ta, tb, 16, 1.0f, 0.0f, skip));
+        assert_true(check_batched(be, own, 63, 63, 17, ta, tb, 3, 1.0f, 0.0f, skip));
+        assert_true(check_batched(be, own, 65, 65, 33, ta, tb, 3, 1.0f, 0.0f, skip));
+        assert_true(check_batched(be, own, 65, 17, 65, ta, tb, 2, 1.0f, 0.0f, skip));
+        ld_extra = 0;
+    }
+}
+
 static void test_gemm_batched(void **state) {
     (void)state;
     for (size_t bi = 0; bi < TL_BACKEND_COUNT; bi++) {
         strix_backend *be = tl_backend_open(tl_backend_names[bi]);
         if (!be) continue;
-        bool own = strcmp(tl_backend_names[bi], "cpu") == 0;
-        for (int t = 0; t < 4; t++) {
-            bool ta = t & 1, tb = t & 2;
-            assert_true(check_batched(be, own, 64, 32, 64, ta, tb, 7, 0.125f, 0.0f, FULL));
-            assert_true(check_batched(be, own, 17, 33, 29, ta, tb, 1, 1.0f, 0.5f, FULL));
-            assert_true(check_batched(be, own, 17, 33, 29, ta, tb, 5, -2.0f, 1.0f, FULL));
-            assert_true(check_batched(be, own, 130, 260, 140, ta, tb, 2, 1.0f, 0.0f, FULL));
-        }
-        /* causal skips: attention's shapes, odd sizes, and one item big enough to be split
-         * across threads by rows (130 x 140) or by columns (40 x 300); bit-exact on "cpu" */
-        static const strix_gemm_skip skips[] = {STRIX_GEMM_OUT_LOWER, STRIX_GEMM_A_LOWER,
-                                                STRIX_GEMM_A_UPPER};
-        for (int t = 0; t < 12; t++) {
-            bool ta = t & 1, tb = t & 2;
-            strix_gemm_skip skip = skips[t / 4];
-            assert_true(check_batched(be, own, 64, 64, 32, ta, tb, 5, 1.0f, 0.0f, skip));
-            assert_true(check_batched(be, own, 64, 32, 64, ta, tb, 3, 0.5f, 1.0f, skip));
-            assert_true(check_batched(be, own, 17, 19, 29, ta, tb, 2, 1.0f, 0.0f, skip));
-            assert_true(check_batched(be, own, 130, 300, 140, ta, tb, 1, 1.0f, 0.0f, skip));
-            assert_true(check_batched(be, own, 40, 300, 300, ta, tb, 1, 1.0f, 0.5f, skip));
-            /* head slices of a (B,T,3C) buffer: row strides near 384, batch 16, T 64, hs 32 */
-            ld_extra = 349;
-            assert_true(check_batched(be, own, 64, 32, 64, ta, tb, 16, 1.0f, 0.0f, skip));
-            assert_true(check_batched(be, own, 64, 64, 32, ta, tb, 16, 1.0f, 0.0f, skip));
-            assert_true(check_batched(be, own, 63, 63, 17, ta, tb, 3, 1.0f, 0.0f, skip));
-            assert_true(check_batched(be, own, 65, 65, 33, ta, tb, 3, 1.0f, 0.0f, skip));
-            assert_true(check_batched(be, own, 65, 17, 65, ta, tb, 2, 1.0f, 0.0f, skip));
-            ld_extra = 0;
-        }
+        batched_cases(be, strcmp(tl_backend_names[bi], "cpu") == 0);
         strix_backend_free(be);
     }
+}
+
+/* Each micro-kernel this CPU runs (scalar, AVX2, AVX-512: chosen at run time, isa.c), forced in
+ * turn on the own kernel, gives the naive fmaf loop's bits on every shape above. */
+static void test_gemm_every_isa(void **state) {
+    (void)state;
+    strix_backend *be = tl_backend_open("cpu");
+    assert_non_null(be);
+    for (int isa = CPU_ISA_SCALAR; isa <= CPU_ISA_AVX512; isa++) {
+        if (!cpu_isa_supported((cpu_isa)isa)) {
+            printf("  %s: not on this CPU\n", cpu_isa_name((cpu_isa)isa));
+            continue;
+        }
+        cpu_isa_force(isa);
+        assert_int_equal(cpu_isa_active(), isa);
+        int checked = odd_shape_cases(be, true);
+        batched_cases(be, true);
+        printf("  %s: %d shapes and the batched cases bit-exact\n", cpu_isa_name((cpu_isa)isa),
+               checked);
+    }
+    cpu_isa_force(-1);
+    strix_backend_free(be);
 }
 
 int main(void) {
@@ -278,6 +310,7 @@ int main(void) {
         cmocka_unit_test(test_gemm_odd_shapes),
         cmocka_unit_test(test_gemm_threads_bit_identical),
         cmocka_unit_test(test_gemm_batched),
+        cmocka_unit_test(test_gemm_every_isa),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -73,11 +73,17 @@ STRIX_API void strix_backend_free(strix_backend *be);
 STRIX_API const char *strix_backend_name(const strix_backend *be);
 STRIX_API strix_device strix_backend_device(const strix_backend *be);
 
-/* Sets the number of OpenMP threads the CPU backends use when called from this host thread
- * (OpenMP's per-thread setting); OpenBLAS's own pool stays at one thread. n <= 0 means "all
- * cores". Results never depend on it. */
+/* Sets the number of threads the CPU backends use (one process-wide pool: the calling thread and
+ * n - 1 workers that spin briefly, then sleep, between parallel loops); OpenBLAS's own pool stays
+ * at one thread. n <= 0 means the CPUs this process may run on (its affinity mask), which is also
+ * the default unless OMP_NUM_THREADS is set. Results never depend on it. */
 STRIX_API void strix_set_num_threads(int n);
+/* The CPU backends' thread count (above). */
 STRIX_API int strix_get_num_threads(void);
+/* The vector level the CPU backends' kernels run on this CPU, chosen at run time from cpuid,
+ * whatever the build's -march: "avx512" (AVX-512 F/BW/DQ/VL), "avx2" (AVX2 + FMA + F16C) or
+ * "scalar". Every level gives the same bits. */
+STRIX_API const char *strix_cpu_isa(void);
 
 /* Allocates `bytes` of backend memory (bytes == 0 gives NULL and STRIX_OK). STRIX_ERR_ALLOC on
  * failure, never a NULL with STRIX_OK for bytes > 0. */

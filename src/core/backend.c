@@ -13,10 +13,6 @@
 #include "core/backend_impl.h"
 #include "kernels/quant.h" /* block sizes and type names */
 
-#ifdef STRIX_HAVE_OPENMP
-#include <omp.h>
-#endif
-
 // ---- handle ------------------------------------------------------------------------------------
 
 void strix_backend_free(strix_backend *be) {
@@ -37,20 +33,10 @@ void strix_set_num_threads(int n) {
      * call with omp_set_num_threads(1). */
     strix_cpu_blas_hold_one_thread();
 #endif
-#ifdef STRIX_HAVE_OPENMP
-    if (n <= 0) n = omp_get_num_procs();
-    omp_set_num_threads(n);
-#endif
-    (void)n;
+    strix_cpu_set_threads(n);
 }
 
-int strix_get_num_threads(void) {
-#ifdef STRIX_HAVE_OPENMP
-    return omp_get_max_threads();
-#else
-    return 1;
-#endif
-}
+int strix_get_num_threads(void) { return strix_cpu_threads(); }
 
 // ---- memory ------------------------------------------------------------------------------------
 

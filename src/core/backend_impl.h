@@ -121,6 +121,10 @@ void strix_hip_memory_stats(const strix_backend *be, strix_gpu_memstats *out);
 bool strix_gpu_memory_stats(const strix_backend *be, strix_gpu_memstats *out);
 
 #ifdef STRIX_HAVE_BLAS
+/* The CPU backend's thread pool (src/backends/cpu/workers.c): set its count (n <= 0: the CPUs
+ * this process may use) and read it. */
+void strix_cpu_set_threads(int n);
+int strix_cpu_threads(void);
 /* Holds OpenBLAS's own thread pool at one thread, keeping the OpenMP thread count (cpu-blas). */
 void strix_cpu_blas_hold_one_thread(void);
 #endif

@@ -2,7 +2,7 @@
  * conv.c - CPU backend: im2col, col2im_add, add_channel_vector and the fused Conv2d forward and
  * backward (include/strix/ops/cnn.h).
  *
- * The math is kernels/cnn.h (and the own GEMM of gemm.c); here OpenMP splits independent outputs
+ * The math is kernels/cnn.h (and the own GEMM of gemm.c); here threads split independent outputs
  * only: im2col and col2im by image planes (each plane owns its pixels and adds their taps in the
  * documented order), add_channel_vector by (example, channel) rows, the fused forward by
  * examples, the fused backward by fixed groups of STRIX_CONV_GROUP examples (each group's weight
@@ -18,16 +18,42 @@
 
 #include <string.h>
 
+/* Operands of im2col and col2im_add over image planes: planes (h, w) of the image, each with
+ * its taps·oh·ow elements of col. */
+typedef struct planes_args {
+    const float *src;
+    float *dst;
+    size_t h, w, oh, ow;
+    const strix_conv_geom *g;
+} planes_args;
+
+/* Planes [p0, p1) of im2col: src the image, dst col. */
+static void im2col_range(void *args, size_t p0, size_t p1) {
+    const planes_args *a = args;
+    const strix_conv_geom *g = a->g;
+    size_t h = a->h, w = a->w, oh = a->oh, ow = a->ow, taps = g->kh * g->kw;
+    for (size_t p = p0; p < p1; p++)
+        strix_im2col_example(a->src + p * h * w, a->dst + p * taps * oh * ow, 1, h, w, oh, ow, g);
+}
+
 strix_status cpu_im2col(strix_backend *be, const float *in, float *col, size_t n, size_t c,
                         size_t h, size_t w, const strix_conv_geom *g) {
     (void)be;
     size_t oh = strix_conv_out_h(g, h), ow = strix_conv_out_w(g, w);
     size_t taps = g->kh * g->kw, planes = n * c; /* rows of col: (example, channel, tap) */
     if (oh == 0 || ow == 0) return STRIX_OK;
-    CPU_PARALLEL_FOR_IF(planes > 1 && CPU_WORTH(planes * taps * oh * ow))
-    for (size_t p = 0; p < planes; p++)
-        strix_im2col_example(in + p * h * w, col + p * taps * oh * ow, 1, h, w, oh, ow, g);
+    planes_args a = {in, col, h, w, oh, ow, g};
+    cpu_parallel_for(planes, planes > 1 && CPU_WORTH(planes * taps * oh * ow), im2col_range, &a);
     return STRIX_OK;
+}
+
+/* Planes [p0, p1) of col2im_add: src col, dst the image. */
+static void col2im_range(void *args, size_t p0, size_t p1) {
+    const planes_args *a = args;
+    const strix_conv_geom *g = a->g;
+    size_t h = a->h, w = a->w, oh = a->oh, ow = a->ow, taps = g->kh * g->kw;
+    for (size_t p = p0; p < p1; p++)
+        strix_col2im_plane(a->src + p * taps * oh * ow, a->dst + p * h * w, h, w, oh, ow, g);
 }
 
 strix_status cpu_col2im_add(strix_backend *be, const float *col, float *out, size_t n, size_t c,
@@ -36,23 +62,38 @@ strix_status cpu_col2im_add(strix_backend *be, const float *col, float *out, siz
     size_t oh = strix_conv_out_h(g, h), ow = strix_conv_out_w(g, w);
     size_t planes = n * c;
     if (oh == 0 || ow == 0) return STRIX_OK;
-    CPU_PARALLEL_FOR_IF(planes > 1 && CPU_WORTH(planes * h * w * g->kh * g->kw))
-    for (size_t p = 0; p < planes; p++)
-        strix_col2im_plane(col + p * g->kh * g->kw * oh * ow, out + p * h * w, h, w, oh, ow, g);
+    planes_args a = {col, out, h, w, oh, ow, g};
+    cpu_parallel_for(planes, planes > 1 && CPU_WORTH(planes * h * w * g->kh * g->kw),
+                     col2im_range, &a);
     return STRIX_OK;
+}
+
+typedef struct channel_vector_args {
+    const float *in, *vec;
+    float *out;
+    size_t c, inner;
+} channel_vector_args;
+
+/* (example, channel) rows [r0, r1) of add_channel_vector. */
+static void channel_vector_range(void *args, size_t r0, size_t r1) {
+    const channel_vector_args *a = args;
+    const float *in = a->in, *vec = a->vec;
+    float *out = a->out;
+    size_t c = a->c, inner = a->inner;
+    for (size_t r = r0; r < r1; r++) {
+        float v = vec[r % c];
+        const float *x = in + r * inner;
+        float *y = out + r * inner;
+        for (size_t k = 0; k < inner; k++) y[k] = x[k] + v;
+    }
 }
 
 strix_status cpu_add_channel_vector(strix_backend *be, const float *in, const float *vec,
                                     float *out, size_t n, size_t c, size_t inner) {
     (void)be;
     size_t rows = n * c;
-    CPU_PARALLEL_FOR_IF(rows > 1 && CPU_WORTH(rows * inner))
-    for (size_t r = 0; r < rows; r++) {
-        float v = vec[r % c];
-        const float *x = in + r * inner;
-        float *y = out + r * inner;
-        for (size_t k = 0; k < inner; k++) y[k] = x[k] + v;
-    }
+    channel_vector_args a = {in, vec, out, c, inner};
+    cpu_parallel_for(rows, rows > 1 && CPU_WORTH(rows * inner), channel_vector_range, &a);
     return STRIX_OK;
 }
 
@@ -111,6 +152,24 @@ static void conv_forward_example(cpu_gemm_workspace *ws, const float *in_e, cons
         }
 }
 
+typedef struct conv_forward_args {
+    cpu_context *ctx;
+    const float *in, *packed_w, *bias;
+    float *z, *out;
+    size_t c, h, w, oc, oh, ow;
+    const strix_conv_geom *g;
+} conv_forward_args;
+
+/* Examples [e0, e1) of the forward, each on the thread's workspace. */
+static void conv_forward_range(void *args, size_t e0, size_t e1) {
+    const conv_forward_args *a = args;
+    size_t c = a->c, h = a->h, w = a->w, oc = a->oc, Q = a->oh * a->ow;
+    cpu_gemm_workspace *ws = &a->ctx->workspaces[cpu_thread_index()];
+    for (size_t e = e0; e < e1; e++)
+        conv_forward_example(ws, a->in + e * c * h * w, a->packed_w, a->bias, a->z + e * oc * Q,
+                             a->out + e * oc * Q, c, h, w, oc, a->oh, a->ow, a->g);
+}
+
 strix_status cpu_conv2d_forward(strix_backend *be, const float *in, const float *weight,
                                 const float *bias, float *z, float *out, size_t n, size_t c,
                                 size_t h, size_t w, size_t oc, const strix_conv_geom *g) {
@@ -129,11 +188,8 @@ strix_status cpu_conv2d_forward(strix_backend *be, const float *in, const float 
     if (per_example) { /* W packed once, in thread 0's scratch, for every thread */
         float *packed_w = ctx->workspaces[0].scratch;
         cpu_gemm_pack_a(weight, P, false, oc, P, packed_w);
-        CPU_PARALLEL_FOR_IF(threads > 1 && n > 1 && big)
-        for (size_t e = 0; e < n; e++)
-            conv_forward_example(&ctx->workspaces[cpu_thread_index()], in + e * c * h * w,
-                                 packed_w, bias, z + e * oc * Q, out + e * oc * Q, c, h, w, oc,
-                                 oh, ow, g);
+        conv_forward_args a = {ctx, in, packed_w, bias, z, out, c, h, w, oc, oh, ow, g};
+        cpu_parallel_for(n, threads > 1 && n > 1 && big, conv_forward_range, &a);
         return STRIX_OK;
     }
     float *col = ctx->workspaces[0].scratch;
@@ -162,7 +218,8 @@ typedef struct conv_back {
 
 static size_t conv_group_floats(const conv_back *cb) { return cb->oc * cb->P + cb->oc; }
 
-/* First group of `part` of `parts` (contiguous ranges; the split changes only who computes). */
+/* First group of `part` of `parts` (contiguous ranges; the split changes only which thread runs
+ * a group). */
 static size_t conv_first_group(const conv_back *cb, size_t part, size_t parts) {
     return cb->groups * part / parts;
 }
@@ -223,6 +280,20 @@ static void conv_backward_groups(cpu_gemm_workspace *ws, const conv_back *cb, si
     }
 }
 
+typedef struct conv_parts_args {
+    cpu_context *ctx;
+    const conv_back *cb;
+    size_t parts;
+} conv_parts_args;
+
+/* Parts [t0, t1) of the backward: part t on workspace t (its groups' sums stay there). */
+static void conv_backward_range(void *args, size_t t0, size_t t1) {
+    const conv_parts_args *a = args;
+    for (size_t t = t0; t < t1; t++)
+        conv_backward_groups(&a->ctx->workspaces[t], a->cb, conv_first_group(a->cb, t, a->parts),
+                             conv_first_group(a->cb, t + 1, a->parts));
+}
+
 strix_status cpu_conv2d_backward(strix_backend *be, const float *in, const float *weight,
                                  const float *dy, float *dweight, float *dbias, float *dx, size_t n,
                                  size_t c, size_t h, size_t w, size_t oc,
@@ -258,10 +329,8 @@ strix_status cpu_conv2d_backward(strix_backend *be, const float *in, const float
         cpu_gemm_pack_a(weight, cb.P, true, cb.P, oc, packed_wt);
         cb.packed_wt = packed_wt;
     }
-    CPU_PARALLEL_FOR_IF(parts > 1)
-    for (size_t t = 0; t < parts; t++)
-        conv_backward_groups(&ctx->workspaces[t], &cb, conv_first_group(&cb, t, parts),
-                             conv_first_group(&cb, t + 1, parts));
+    conv_parts_args pa = {ctx, &cb, parts};
+    cpu_parallel_chunks(parts, parts, parts > 1, conv_backward_range, &pa);
     /* the groups' sums added up in group order (in group 0's buffer), then into the grads */
     size_t floats = conv_group_floats(&cb);
     float *total = ctx->workspaces[0].scratch + cb.P * cb.Q + STRIX_NORM_LANES * oc;

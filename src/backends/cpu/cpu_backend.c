@@ -19,22 +19,6 @@ size_t cpu_set_parallel_min_work(size_t work) {
     return previous;
 }
 
-int cpu_max_threads(void) {
-#ifdef _OPENMP
-    return omp_in_parallel() ? 1 : omp_get_max_threads();
-#else
-    return 1;
-#endif
-}
-
-int cpu_thread_index(void) {
-#ifdef _OPENMP
-    return omp_get_thread_num();
-#else
-    return 0;
-#endif
-}
-
 void *cpu_aligned_alloc(size_t bytes) {
     if (bytes == 0) return NULL;
     size_t rounded = (bytes + 63) / 64 * 64;

@@ -26,10 +26,43 @@ extern size_t cpu_parallel_min_work;
 size_t cpu_set_parallel_min_work(size_t work);
 #define CPU_BIG(work) ((size_t)(work) >= cpu_parallel_min_work)
 
-/* Threads an OpenMP region started here would get (1 without OpenMP or inside a region). */
+// ---- threads (workers.c) ----------------------------------------------------------------------
+
+/* A parallel loop's body over items [begin, end); `args` carries its operands. Items of one loop
+ * write disjoint outputs, so the result never depends on which thread ran which items. */
+typedef void cpu_range_fn(void *args, size_t begin, size_t end);
+/* Runs fn over items [0, n) cut into `chunks` contiguous ranges (sizes differ by at most one)
+ * that the calling thread and the worker threads claim in turn; returns when all are done. On
+ * the calling thread alone, as fn(args, 0, n), when !worth, inside another loop, or with one
+ * thread. */
+void cpu_parallel_chunks(size_t n, size_t chunks, bool worth, cpu_range_fn *fn, void *args);
+/* cpu_parallel_chunks with a few chunks per thread (balance on shared cores). */
+void cpu_parallel_for(size_t n, bool worth, cpu_range_fn *fn, void *args);
+/* Threads a loop started here would get: the pool's count, 1 inside a loop. */
 int cpu_max_threads(void);
-/* Index of the calling thread in the current region (0 outside). */
+/* Index of the calling thread among a loop's threads (0: the caller, also outside loops). */
 int cpu_thread_index(void);
+/* The pool's thread count (strix_set_num_threads; default: the CPUs this process may use). */
+int cpu_workers_count(void);
+void cpu_workers_set_count(int n);
+
+// ---- instruction sets (isa.c) ------------------------------------------------------------------
+
+/* Vector levels of the hand-written kernels (GEMM, block products). AVX2 means AVX2 + FMA + F16C;
+ * AVX512 means AVX-512 F, BW, DQ and VL (Skylake-X, Zen 4 and later). Kernels of a level are
+ * compiled for it with __attribute__((target(...))), whatever the build's -march. */
+typedef enum cpu_isa { CPU_ISA_SCALAR, CPU_ISA_AVX2, CPU_ISA_AVX512 } cpu_isa;
+#define CPU_TARGET_AVX2 __attribute__((target("avx2,fma,f16c")))
+#define CPU_TARGET_AVX512 __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx2,fma,f16c")))
+/* Whether the running CPU executes level isa. */
+bool cpu_isa_supported(cpu_isa isa);
+/* The level the kernels use: the best the CPU runs, or the one cpu_isa_force chose. */
+cpu_isa cpu_isa_active(void);
+/* Tests and benchmarks: makes the kernels use `isa` (ignored when the CPU cannot run it; -1
+ * restores the best). Returns the level used before. Not thread-safe: call between loops. */
+cpu_isa cpu_isa_force(int isa);
+/* "scalar", "avx2" or "avx512". */
+const char *cpu_isa_name(cpu_isa isa);
 
 /* GEMM scratch of one thread: packed A block, packed B panel (all of k), accumulator tile, rows
  * of a produced operand (gen); and the thread's scratch of fused primitives (conv2d). */
@@ -56,17 +89,8 @@ void *cpu_aligned_alloc(size_t bytes);
 strix_status cpu_gemm_reserve(cpu_context *ctx, int threads, size_t k);
 /* Frees every workspace of ctx. */
 void cpu_gemm_release(cpu_context *ctx);
-/* How much more work a parallel region of this backend's GEMM, CNN and elementwise loops needs
- * when OpenMP's worker threads sleep between regions (OMP_WAIT_POLICY=passive): waking one then
- * costs 25-50 us on the 2-core machines, the time of ~1M elements of a memory-bound loop, so
- * smaller loops run faster on the calling thread. 32 then, else 1. */
-size_t cpu_region_cost_factor(void);
-/* Whether `work` (elements touched, or multiply-adds / 8 for a GEMM) is worth a parallel region:
- * CPU_BIG with the threshold scaled by cpu_region_cost_factor, except a threshold lowered to 1
- * (tests that push every loop through OpenMP), taken as is. */
-#define CPU_WORTH(work)                                                                         \
-    ((size_t)(work) >= cpu_parallel_min_work *                                                  \
-                           (cpu_parallel_min_work > 1 ? cpu_region_cost_factor() : 1))
+/* Whether `work` (elements touched, or multiply-adds / 8 for a GEMM) is worth a parallel loop. */
+#define CPU_WORTH(work) CPU_BIG(work)
 /* Makes each of `threads` workspaces hold at least `floats` floats of scratch. STRIX_ERR_ALLOC. */
 strix_status cpu_scratch_reserve(cpu_context *ctx, int threads, size_t floats);
 /* A stored operand produced on demand (conv patches): row(ctx, r, c0, count, dst) writes

@@ -9,15 +9,17 @@
  *         for each NR micro-panel, for each MR micro-panel: the MR×NR micro-kernel
  *       final pass: C = alpha·acc + beta·C (beta == 0 never reads C)
  * The micro-kernel keeps MR×NR partial sums in registers over a KC slice and carries them to the
- * next slice through an accumulator tile in memory, so every element is the plain float sum
- * ((0 + a0·b0) + a1·b1) + ... in ascending k: multiply, round, add, round (no FMA), the same as
- * the naive loop. Results are therefore bit-identical for any blocking and any thread count, and
- * for the AVX-512 (8×32), AVX2 (6×16) and scalar micro-kernels alike.
+ * next slice through an accumulator tile in memory, so every element is the float chain
+ * fma(a2, b2, fma(a1, b1, fma(a0, b0, 0))) ... in ascending k (one rounding per product), the same
+ * as the naive loop with fmaf. Results are therefore bit-identical for any blocking and any thread
+ * count, and for the AVX-512 (8×32), AVX2 (6×16) and scalar micro-kernels alike; the kernel is
+ * chosen per call for the running CPU (cpu_isa_active, isa.c), whatever the build's -march.
  * Whole micro-tiles of a plain C = op(A)·op(B) accumulate in C itself; the tiles strix_gemm_skip
  * marks as unwanted or zero (causal attention) are skipped.
- * Threads split the output into row ranges or column ranges; each computes its part alone.
- * gemm_batched runs one item per thread when the batch has at least as many items as threads.
- * Problems too small to pay for an OpenMP region stay on the calling thread (CPU_WORTH).
+ * Threads split the output into row ranges or column ranges (two parts per thread, claimed in
+ * turn: workers.c); each computes its part alone. gemm_batched hands whole items to threads when
+ * the batch has at least as many items as threads. Problems too small to pay for a parallel loop
+ * stay on the calling thread (CPU_WORTH).
  * For the fused primitives (conv.c) one GEMM also runs on the calling thread (cpu_gemm_run)
  * with three extras that keep the bits: a "chain" that continues the sums already in C (the
  * k-concatenation of several products), an A packed once for many GEMMs, and operands whose
@@ -28,26 +30,31 @@
  * Workspaces live in the backend context (no allocation once sizes are known), so one host
  * thread at a time may use a backend. Not here: the BLAS path (gemm_blas.c).
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "backends/cpu/cpu_internal.h"
 
-#if defined(__AVX2__) || defined(__AVX512F__)
+#if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
+#define GEMM_X86 1
 #endif
 
-/* Micro-tile: MR rows × NR columns of C held in registers. */
-#if defined(__AVX512F__)
-#define GEMM_MR 8
-#define GEMM_NR 32
-#else
-#define GEMM_MR 6
-#define GEMM_NR 16
-#endif
+/* A micro-kernel and its tile: MR rows × NR columns of C held in registers (gemm_kernel_active
+ * picks one per call from the running CPU's level, isa.c). */
+typedef void micro_kernel_fn(size_t kc, const float *pa, const float *pb, float *acc,
+                             size_t ld_acc, bool carry);
+typedef struct gemm_kernel {
+    size_t mr, nr;
+    micro_kernel_fn *run;
+    bool avx2; /* packing may use AVX2 (transpose_8x8) */
+} gemm_kernel;
+static const gemm_kernel *gemm_kernel_active(void);
+#define GEMM_NR_MAX 32
 #define GEMM_KC 256
-#define GEMM_MC 96  /* multiple of GEMM_MR (6 and 8) */
-#define GEMM_NC 256 /* multiple of GEMM_NR (16 and 32) */
+#define GEMM_MC 96  /* multiple of every MR (6 and 8) */
+#define GEMM_NC 256 /* multiple of every NR (16 and 32) */
 
 /* One operand as the kernel reads it: element (row, col) of op(X). */
 typedef struct gemm_operand {
@@ -59,7 +66,7 @@ typedef struct gemm_operand {
 
 /* Floats of a workspace's `gen` buffer: stored rows produced by a source before packing (at
  * most max(NR, MR)·KC of them, or NC for a row of B). */
-#define GEMM_GEN_FLOATS (GEMM_NR * GEMM_KC)
+#define GEMM_GEN_FLOATS (GEMM_NR_MAX * GEMM_KC)
 
 typedef struct gemm_problem {
     gemm_operand a, b;
@@ -73,6 +80,7 @@ typedef struct gemm_problem {
     const float *packed_a; /* A already packed whole (cpu_gemm_pack_a), or NULL */
     const float *packed_b; /* B already packed whole (cpu_gemm_pack_b: NR-wide panels of all k,
                             * the first at this part's first column), or NULL */
+    const gemm_kernel *kern; /* the micro-kernel and its tile */
 } gemm_problem;
 
 static size_t round_up(size_t x, size_t to) { return (x + to - 1) / to * to; }
@@ -110,20 +118,6 @@ strix_status cpu_gemm_reserve(cpu_context *ctx, int threads, size_t k) {
     return STRIX_OK;
 }
 
-/* The one getenv left in the library, on purpose: OMP_WAIT_POLICY is not a strix option but the
- * OpenMP runtime's own setting, which libgomp reads from this variable at program start (its
- * only interface: omp.h has no query for it). Reading the same variable tells the backend how
- * the runtime's threads actually wait; an init option could only disagree with the runtime.
- * It changes which loops go parallel, never a result. */
-size_t cpu_region_cost_factor(void) {
-    static int passive = -1; /* computed once; a racing second computation gives the same */
-    if (passive < 0) {
-        const char *policy = getenv("OMP_WAIT_POLICY");
-        passive = policy && (strcmp(policy, "passive") == 0 || strcmp(policy, "PASSIVE") == 0);
-    }
-    return passive ? 32 : 1;
-}
-
 strix_status cpu_scratch_reserve(cpu_context *ctx, int threads, size_t floats) {
     STRIX_TRY(cpu_gemm_reserve(ctx, threads, 1));
     for (int t = 0; t < threads; t++) {
@@ -154,9 +148,10 @@ void cpu_gemm_release(cpu_context *ctx) {
 
 // ---- packing -----------------------------------------------------------------------------------
 
-#if defined(__AVX2__)
+#ifdef GEMM_X86
 /* dst[j·ld_dst + i] = src[i·ld_src + j] for an 8×8 block (data movement only). */
-static void transpose_8x8(const float *src, size_t ld_src, float *dst, size_t ld_dst) {
+CPU_TARGET_AVX2 static void transpose_8x8(const float *src, size_t ld_src, float *dst,
+                                          size_t ld_dst) {
     __m256 r[8], t[8];
     for (int i = 0; i < 8; i++) r[i] = _mm256_loadu_ps(src + (size_t)i * ld_src);
     for (int i = 0; i < 8; i += 2) {
@@ -198,32 +193,30 @@ static const float *stored_rows(const gemm_operand *x, size_t r0, size_t nr, siz
 /* Packs rows [row0, row0+rows) × k-slice [p0, p0+kc) of op(A) into MR-high micro-panels:
  * panel q holds, for each p, the MR values of its rows (zeros past the last row). gen: scratch
  * for a source. */
-static void pack_a(const gemm_operand *a, size_t row0, size_t rows, size_t p0, size_t kc,
-                   float *dst, float *gen) {
-    for (size_t panel = 0; panel < rows; panel += GEMM_MR) {
-        size_t height = min_size(GEMM_MR, rows - panel), ld;
+static void pack_a(const gemm_kernel *kern, const gemm_operand *a, size_t row0, size_t rows,
+                   size_t p0, size_t kc, float *dst, float *gen) {
+    const size_t mr = kern->mr;
+    for (size_t panel = 0; panel < rows; panel += mr) {
+        size_t height = min_size(mr, rows - panel), ld;
         if (a->trans) {
             const float *base = stored_rows(a, p0, kc, row0 + panel, height, gen, &ld);
             for (size_t p = 0; p < kc; p++) {
                 const float *src = base + p * ld;
                 size_t r = 0;
                 for (; r < height; r++) dst[r] = src[r];
-                for (; r < GEMM_MR; r++) dst[r] = 0.0f;
-                dst += GEMM_MR;
+                for (; r < mr; r++) dst[r] = 0.0f;
+                dst += mr;
             }
         } else {
             const float *base = stored_rows(a, row0 + panel, height, p0, kc, gen, &ld);
-            const float *src_rows[GEMM_MR];
-            for (size_t r = 0; r < height; r++) src_rows[r] = base + r * ld;
             size_t p = 0;
-            if (GEMM_MR == 8 && height == GEMM_MR) /* 8 k at a time */
-                for (; p + 8 <= kc; p += 8, dst += 8 * GEMM_MR)
-                    transpose_8x8(src_rows[0] + p, ld, dst, GEMM_MR);
+            if (mr == 8 && height == mr && kern->avx2) /* 8 k at a time */
+                for (; p + 8 <= kc; p += 8, dst += 8 * mr) transpose_8x8(base + p, ld, dst, mr);
             for (; p < kc; p++) {
                 size_t r = 0;
-                for (; r < height; r++) dst[r] = src_rows[r][p];
-                for (; r < GEMM_MR; r++) dst[r] = 0.0f;
-                dst += GEMM_MR;
+                for (; r < height; r++) dst[r] = base[r * ld + p];
+                for (; r < mr; r++) dst[r] = 0.0f;
+                dst += mr;
             }
         }
     }
@@ -232,82 +225,120 @@ static void pack_a(const gemm_operand *a, size_t row0, size_t rows, size_t p0, s
 /* Packs k-slice [p0, p0+kc) × columns [col0, col0+cols) of op(B) into NR-wide micro-panels:
  * panel q holds, for each p, the NR values of its columns (zeros past the last column). gen:
  * scratch for a source. */
-static void pack_b(const gemm_operand *b, size_t p0, size_t kc, size_t col0, size_t cols,
-                   float *dst, float *gen) {
+static void pack_b(const gemm_kernel *kern, const gemm_operand *b, size_t p0, size_t kc,
+                   size_t col0, size_t cols, float *dst, float *gen) {
+    const size_t nr = kern->nr;
     if (b->src && !b->trans) { /* one produced row of B (cols <= NC) at a time, into the panels */
         for (size_t p = 0; p < kc; p++) {
             b->src->row(b->src->ctx, p0 + p, col0, cols, gen);
-            for (size_t panel = 0; panel < cols; panel += GEMM_NR) {
-                float *to = dst + panel * kc + p * GEMM_NR;
-                size_t width = min_size(GEMM_NR, cols - panel), c = 0;
-                if (width == GEMM_NR)
-                    for (; c < GEMM_NR; c++) to[c] = gen[panel + c];
-                for (; c < width; c++) to[c] = gen[panel + c];
-                for (; c < GEMM_NR; c++) to[c] = 0.0f;
+            for (size_t panel = 0; panel < cols; panel += nr) {
+                float *to = dst + panel * kc + p * nr;
+                size_t width = min_size(nr, cols - panel), c = 0;
+                memcpy(to, gen + panel, width * sizeof(float));
+                for (c = width; c < nr; c++) to[c] = 0.0f;
             }
         }
         return;
     }
-    for (size_t panel = 0; panel < cols; panel += GEMM_NR) {
-        size_t width = min_size(GEMM_NR, cols - panel), ld;
+    for (size_t panel = 0; panel < cols; panel += nr) {
+        size_t width = min_size(nr, cols - panel), ld;
         if (b->trans) {
             const float *base = stored_rows(b, col0 + panel, width, p0, kc, gen, &ld);
             /* 8 columns × 8 k at a time, then what is left one by one */
-            size_t c8 = width / 8 * 8, k8 = kc / 8 * 8;
+            size_t c8 = kern->avx2 ? width / 8 * 8 : 0, k8 = kc / 8 * 8;
             for (size_t c = 0; c < c8; c += 8)
                 for (size_t p = 0; p < k8; p += 8)
-                    transpose_8x8(base + c * ld + p, ld, dst + p * GEMM_NR + c, GEMM_NR);
+                    transpose_8x8(base + c * ld + p, ld, dst + p * nr + c, nr);
             for (size_t c = 0; c < width; c++) {
                 const float *src = base + c * ld;
-                for (size_t p = c < c8 ? k8 : 0; p < kc; p++) dst[p * GEMM_NR + c] = src[p];
+                for (size_t p = c < c8 ? k8 : 0; p < kc; p++) dst[p * nr + c] = src[p];
             }
-            for (size_t c = width; c < GEMM_NR; c++)
-                for (size_t p = 0; p < kc; p++) dst[p * GEMM_NR + c] = 0.0f;
+            for (size_t c = width; c < nr; c++)
+                for (size_t p = 0; p < kc; p++) dst[p * nr + c] = 0.0f;
         } else {
             const float *base = stored_rows(b, p0, kc, col0 + panel, width, gen, &ld);
             for (size_t p = 0; p < kc; p++) {
-                const float *src = base + p * ld;
-                size_t c = 0;
-                if (width == GEMM_NR) /* a fixed-size copy, inlined */
-                    for (; c < GEMM_NR; c++) dst[p * GEMM_NR + c] = src[c];
-                for (; c < width; c++) dst[p * GEMM_NR + c] = src[c];
-                for (; c < GEMM_NR; c++) dst[p * GEMM_NR + c] = 0.0f;
+                memcpy(dst + p * nr, base + p * ld, width * sizeof(float));
+                for (size_t c = width; c < nr; c++) dst[p * nr + c] = 0.0f;
             }
         }
-        dst += kc * GEMM_NR;
+        dst += kc * nr;
     }
 }
 
-// ---- micro-kernel ------------------------------------------------------------------------------
+// ---- micro-kernels -----------------------------------------------------------------------------
 
 /* acc (MR×NR, row stride ld_acc: the accumulator tile or a tile of C, so unaligned) =
- * (carry ? acc : 0) + Σ_p pa[p]·pb[p] over p < kc, one multiply and one add per product in
- * ascending p. Three versions (AVX-512, AVX2, scalar) do the
- * same operations per element, so they give the same bits. */
-#if defined(__AVX512F__)
+ * (carry ? acc : 0) + Σ_p pa[p]·pb[p] over p < kc: one fused multiply-add per product (a single
+ * rounding, fmaf), ascending p. Every version does the same operations per element, so they
+ * give the same bits. */
+static void micro_scalar(size_t kc, const float *pa, const float *pb, float *acc, size_t ld_acc,
+                         bool carry) {
+    enum { MR = 6, NR = 16 };
+    float tile[MR][NR];
+    for (size_t r = 0; r < MR; r++)
+        for (size_t c = 0; c < NR; c++) tile[r][c] = carry ? acc[r * ld_acc + c] : 0.0f;
+    for (size_t p = 0; p < kc; p++) {
+        for (size_t r = 0; r < MR; r++)
+            for (size_t c = 0; c < NR; c++) tile[r][c] = fmaf(pa[r], pb[c], tile[r][c]);
+        pa += MR;
+        pb += NR;
+    }
+    for (size_t r = 0; r < MR; r++)
+        for (size_t c = 0; c < NR; c++) acc[r * ld_acc + c] = tile[r][c];
+}
+
+#ifdef GEMM_X86
+/* AVX2: 6×16 (BLIS's Haswell/Zen sgemm tile), 12 ymm accumulators. */
+#define ROW_LOAD(r)                                                                            \
+    __m256 c##r##0 = carry ? _mm256_loadu_ps(acc + r * ld_acc) : _mm256_setzero_ps();          \
+    __m256 c##r##1 = carry ? _mm256_loadu_ps(acc + r * ld_acc + 8) : _mm256_setzero_ps()
+#define ROW_STEP(r)                                                                            \
+    do {                                                                                       \
+        __m256 a = _mm256_broadcast_ss(pa + r);                                                \
+        c##r##0 = _mm256_fmadd_ps(a, b0, c##r##0);                                             \
+        c##r##1 = _mm256_fmadd_ps(a, b1, c##r##1);                                             \
+    } while (0)
+#define ROW_STORE(r)                                                                           \
+    _mm256_storeu_ps(acc + r * ld_acc, c##r##0), _mm256_storeu_ps(acc + r * ld_acc + 8, c##r##1)
+CPU_TARGET_AVX2 static void micro_avx2(size_t kc, const float *pa, const float *pb, float *acc,
+                                       size_t ld_acc, bool carry) {
+    ROW_LOAD(0); ROW_LOAD(1); ROW_LOAD(2); ROW_LOAD(3); ROW_LOAD(4); ROW_LOAD(5);
+    for (size_t p = 0; p < kc; p++) {
+        __m256 b0 = _mm256_load_ps(pb), b1 = _mm256_load_ps(pb + 8);
+        ROW_STEP(0); ROW_STEP(1); ROW_STEP(2); ROW_STEP(3); ROW_STEP(4); ROW_STEP(5);
+        pa += 6;
+        pb += 16;
+    }
+    ROW_STORE(0); ROW_STORE(1); ROW_STORE(2); ROW_STORE(3); ROW_STORE(4); ROW_STORE(5);
+}
+#undef ROW_LOAD
+#undef ROW_STEP
+#undef ROW_STORE
+
+/* AVX-512: 8×32, 16 zmm accumulators. */
 #define ROW_LOAD(r)                                                                            \
     __m512 c##r##0 = carry ? _mm512_loadu_ps(acc + r * ld_acc) : _mm512_setzero_ps();          \
     __m512 c##r##1 = carry ? _mm512_loadu_ps(acc + r * ld_acc + 16) : _mm512_setzero_ps()
 #define ROW_STEP(r)                                                                            \
     do {                                                                                       \
         __m512 a = _mm512_set1_ps(pa[r]);                                                      \
-        c##r##0 = _mm512_add_ps(c##r##0, _mm512_mul_ps(a, b0));                                \
-        c##r##1 = _mm512_add_ps(c##r##1, _mm512_mul_ps(a, b1));                                \
+        c##r##0 = _mm512_fmadd_ps(a, b0, c##r##0);                                             \
+        c##r##1 = _mm512_fmadd_ps(a, b1, c##r##1);                                             \
     } while (0)
 #define ROW_STORE(r)                                                                           \
     _mm512_storeu_ps(acc + r * ld_acc, c##r##0),                                               \
         _mm512_storeu_ps(acc + r * ld_acc + 16, c##r##1)
-static void micro_kernel(size_t kc, const float *pa, const float *pb, float *acc, size_t ld_acc,
-                         bool carry) {
+CPU_TARGET_AVX512 static void micro_avx512(size_t kc, const float *pa, const float *pb,
+                                           float *acc, size_t ld_acc, bool carry) {
     ROW_LOAD(0); ROW_LOAD(1); ROW_LOAD(2); ROW_LOAD(3);
     ROW_LOAD(4); ROW_LOAD(5); ROW_LOAD(6); ROW_LOAD(7);
     for (size_t p = 0; p < kc; p++) {
-        __m512 b0 = _mm512_load_ps(pb);
-        __m512 b1 = _mm512_load_ps(pb + 16);
+        __m512 b0 = _mm512_load_ps(pb), b1 = _mm512_load_ps(pb + 16);
         ROW_STEP(0); ROW_STEP(1); ROW_STEP(2); ROW_STEP(3);
         ROW_STEP(4); ROW_STEP(5); ROW_STEP(6); ROW_STEP(7);
-        pa += GEMM_MR;
-        pb += GEMM_NR;
+        pa += 8;
+        pb += 32;
     }
     ROW_STORE(0); ROW_STORE(1); ROW_STORE(2); ROW_STORE(3);
     ROW_STORE(4); ROW_STORE(5); ROW_STORE(6); ROW_STORE(7);
@@ -315,71 +346,21 @@ static void micro_kernel(size_t kc, const float *pa, const float *pb, float *acc
 #undef ROW_LOAD
 #undef ROW_STEP
 #undef ROW_STORE
-#elif defined(__AVX2__)
-static void micro_kernel(size_t kc, const float *pa, const float *pb, float *acc, size_t ld_acc,
-                         bool carry) {
-    __m256 c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51;
-    if (carry) {
-        c00 = _mm256_loadu_ps(acc + 0 * ld_acc), c01 = _mm256_loadu_ps(acc + 0 * ld_acc + 8);
-        c10 = _mm256_loadu_ps(acc + 1 * ld_acc), c11 = _mm256_loadu_ps(acc + 1 * ld_acc + 8);
-        c20 = _mm256_loadu_ps(acc + 2 * ld_acc), c21 = _mm256_loadu_ps(acc + 2 * ld_acc + 8);
-        c30 = _mm256_loadu_ps(acc + 3 * ld_acc), c31 = _mm256_loadu_ps(acc + 3 * ld_acc + 8);
-        c40 = _mm256_loadu_ps(acc + 4 * ld_acc), c41 = _mm256_loadu_ps(acc + 4 * ld_acc + 8);
-        c50 = _mm256_loadu_ps(acc + 5 * ld_acc), c51 = _mm256_loadu_ps(acc + 5 * ld_acc + 8);
-    } else {
-        c00 = c01 = c10 = c11 = c20 = c21 = _mm256_setzero_ps();
-        c30 = c31 = c40 = c41 = c50 = c51 = _mm256_setzero_ps();
-    }
-    for (size_t p = 0; p < kc; p++) {
-        __m256 b0 = _mm256_load_ps(pb);
-        __m256 b1 = _mm256_load_ps(pb + 8);
-        __m256 a;
-        a = _mm256_broadcast_ss(pa + 0);
-        c00 = _mm256_add_ps(c00, _mm256_mul_ps(a, b0));
-        c01 = _mm256_add_ps(c01, _mm256_mul_ps(a, b1));
-        a = _mm256_broadcast_ss(pa + 1);
-        c10 = _mm256_add_ps(c10, _mm256_mul_ps(a, b0));
-        c11 = _mm256_add_ps(c11, _mm256_mul_ps(a, b1));
-        a = _mm256_broadcast_ss(pa + 2);
-        c20 = _mm256_add_ps(c20, _mm256_mul_ps(a, b0));
-        c21 = _mm256_add_ps(c21, _mm256_mul_ps(a, b1));
-        a = _mm256_broadcast_ss(pa + 3);
-        c30 = _mm256_add_ps(c30, _mm256_mul_ps(a, b0));
-        c31 = _mm256_add_ps(c31, _mm256_mul_ps(a, b1));
-        a = _mm256_broadcast_ss(pa + 4);
-        c40 = _mm256_add_ps(c40, _mm256_mul_ps(a, b0));
-        c41 = _mm256_add_ps(c41, _mm256_mul_ps(a, b1));
-        a = _mm256_broadcast_ss(pa + 5);
-        c50 = _mm256_add_ps(c50, _mm256_mul_ps(a, b0));
-        c51 = _mm256_add_ps(c51, _mm256_mul_ps(a, b1));
-        pa += GEMM_MR;
-        pb += GEMM_NR;
-    }
-    _mm256_storeu_ps(acc + 0 * ld_acc, c00), _mm256_storeu_ps(acc + 0 * ld_acc + 8, c01);
-    _mm256_storeu_ps(acc + 1 * ld_acc, c10), _mm256_storeu_ps(acc + 1 * ld_acc + 8, c11);
-    _mm256_storeu_ps(acc + 2 * ld_acc, c20), _mm256_storeu_ps(acc + 2 * ld_acc + 8, c21);
-    _mm256_storeu_ps(acc + 3 * ld_acc, c30), _mm256_storeu_ps(acc + 3 * ld_acc + 8, c31);
-    _mm256_storeu_ps(acc + 4 * ld_acc, c40), _mm256_storeu_ps(acc + 4 * ld_acc + 8, c41);
-    _mm256_storeu_ps(acc + 5 * ld_acc, c50), _mm256_storeu_ps(acc + 5 * ld_acc + 8, c51);
-}
-#else
-static void micro_kernel(size_t kc, const float *pa, const float *pb, float *acc, size_t ld_acc,
-                         bool carry) {
-    float tile[GEMM_MR][GEMM_NR];
-    for (size_t r = 0; r < GEMM_MR; r++)
-        for (size_t c = 0; c < GEMM_NR; c++) tile[r][c] = carry ? acc[r * ld_acc + c] : 0.0f;
-    for (size_t p = 0; p < kc; p++) {
-        for (size_t r = 0; r < GEMM_MR; r++) {
-            float a = pa[r];
-            for (size_t c = 0; c < GEMM_NR; c++) tile[r][c] = tile[r][c] + a * pb[c];
-        }
-        pa += GEMM_MR;
-        pb += GEMM_NR;
-    }
-    for (size_t r = 0; r < GEMM_MR; r++)
-        for (size_t c = 0; c < GEMM_NR; c++) acc[r * ld_acc + c] = tile[r][c];
-}
 #endif
+
+/* Indexed by cpu_isa. The scalar tile is AVX2's, so a forced scalar run packs as AVX2 does. */
+static const gemm_kernel GEMM_KERNELS[] = {
+    [CPU_ISA_SCALAR] = {6, 16, micro_scalar, false},
+#ifdef GEMM_X86
+    [CPU_ISA_AVX2] = {6, 16, micro_avx2, true},
+    [CPU_ISA_AVX512] = {8, 32, micro_avx512, true},
+#else
+    [CPU_ISA_AVX2] = {6, 16, micro_scalar, false},
+    [CPU_ISA_AVX512] = {6, 16, micro_scalar, false},
+#endif
+};
+
+static const gemm_kernel *gemm_kernel_active(void) { return &GEMM_KERNELS[cpu_isa_active()]; }
 
 // ---- one thread --------------------------------------------------------------------------------
 
@@ -424,38 +405,40 @@ static void gemm_single(const gemm_problem *pr, cpu_gemm_workspace *ws) {
      * on the diagonal write above it is unspecified anyway. A chain continues the sums held in
      * C: every tile carries from the start (edge tiles copy C into the accumulator first). */
     bool direct = (pr->alpha == 1.0f && pr->beta == 0.0f) || pr->chain;
+    const gemm_kernel *kern = pr->kern;
+    const size_t mr = kern->mr, nr = kern->nr;
     for (size_t col0 = 0; col0 < n; col0 += GEMM_NC) {
         size_t cols = min_size(GEMM_NC, n - col0);
-        size_t cols_padded = round_up(cols, GEMM_NR);
+        size_t cols_padded = round_up(cols, nr);
         /* B for every k-slice of this column block; slice p0 starts at p0·cols_padded. */
         for (size_t p0 = 0; p0 < k && !pr->packed_b; p0 += GEMM_KC) {
             size_t kc = min_size(GEMM_KC, k - p0);
-            pack_b(&pr->b, p0, kc, col0, cols, ws->pack_b + p0 * cols_padded, ws->gen);
+            pack_b(kern, &pr->b, p0, kc, col0, cols, ws->pack_b + p0 * cols_padded, ws->gen);
         }
         for (size_t row0 = 0; row0 < m; row0 += GEMM_MC) {
             size_t rows = min_size(GEMM_MC, m - row0);
-            size_t done_rows = direct ? rows / GEMM_MR * GEMM_MR : 0;
-            size_t done_cols = direct ? cols / GEMM_NR * GEMM_NR : 0;
+            size_t done_rows = direct ? rows / mr * mr : 0;
+            size_t done_cols = direct ? cols / nr * nr : 0;
             for (size_t p0 = 0; p0 < k; p0 += GEMM_KC) {
                 size_t kc = min_size(GEMM_KC, k - p0);
                 const float *pa = ws->pack_a;
                 if (pr->packed_a) /* the layout of cpu_gemm_pack_a */
-                    pa = pr->packed_a + row0 * k + round_up(rows, GEMM_MR) * p0;
+                    pa = pr->packed_a + row0 * k + round_up(rows, mr) * p0;
                 else
-                    pack_a(&pr->a, row0, rows, p0, kc, ws->pack_a, ws->gen);
+                    pack_a(kern, &pr->a, row0, rows, p0, kc, ws->pack_a, ws->gen);
                 const float *b_slice = ws->pack_b + p0 * cols_padded;
-                for (size_t jr = 0; jr < cols; jr += GEMM_NR) {
+                for (size_t jr = 0; jr < cols; jr += nr) {
                     /* packed whole: panel (col0 + jr) / NR holds all of k, slice p0 at p0·NR */
-                    const float *pb = pr->packed_b ? pr->packed_b + (col0 + jr) * k + p0 * GEMM_NR
+                    const float *pb = pr->packed_b ? pr->packed_b + (col0 + jr) * k + p0 * nr
                                                    : b_slice + jr * kc;
-                    for (size_t ir = 0; ir < rows; ir += GEMM_MR) {
+                    for (size_t ir = 0; ir < rows; ir += mr) {
                         /* the tile's first row and k-range [from, to) of this slice */
                         size_t row = pr->row_base + row0 + ir, from = 0, to = kc;
                         if (pr->skip == STRIX_GEMM_OUT_LOWER &&
-                            pr->col_base + col0 + jr > row + GEMM_MR - 1)
+                            pr->col_base + col0 + jr > row + mr - 1)
                             continue; /* wholly above the diagonal */
                         if (pr->skip == STRIX_GEMM_A_LOWER)
-                            to = row + GEMM_MR <= p0 ? 0 : min_size(kc, row + GEMM_MR - p0);
+                            to = row + mr <= p0 ? 0 : min_size(kc, row + mr - p0);
                         if (pr->skip == STRIX_GEMM_A_UPPER)
                             from = row <= p0 ? 0 : min_size(kc, row - p0);
                         float *tile = ws->acc + ir * GEMM_NC + jr;
@@ -464,14 +447,14 @@ static void gemm_single(const gemm_problem *pr, cpu_gemm_workspace *ws) {
                             tile = pr->c + (row0 + ir) * pr->ldc + col0 + jr;
                             ld_tile = pr->ldc;
                         } else if (pr->chain && p0 == 0) {
-                            size_t h = min_size(GEMM_MR, rows - ir);
-                            size_t w = min_size(GEMM_NR, cols - jr);
+                            size_t h = min_size(mr, rows - ir);
+                            size_t w = min_size(nr, cols - jr);
                             const float *sums = pr->c + (row0 + ir) * pr->ldc + col0 + jr;
                             for (size_t r = 0; r < h; r++)
                                 memcpy(tile + r * GEMM_NC, sums + r * pr->ldc, w * sizeof(float));
                         }
-                        micro_kernel(to - from, pa + ir * kc + from * GEMM_MR,
-                                     pb + from * GEMM_NR, tile, ld_tile, p0 > 0 || pr->chain);
+                        kern->run(to - from, pa + ir * kc + from * mr,
+                                     pb + from * nr, tile, ld_tile, p0 > 0 || pr->chain);
                     }
                 }
             }
@@ -483,36 +466,41 @@ static void gemm_single(const gemm_problem *pr, cpu_gemm_workspace *ws) {
 void cpu_gemm_run(cpu_gemm_workspace *ws, const cpu_gemm_args *g) {
     gemm_problem pr = {.a = {g->a, g->lda, g->ta, g->a_src}, .b = {g->b, g->ldb, g->tb, g->b_src},
                        .c = g->c, .ldc = g->ldc, .m = g->m, .k = g->k, .n = g->n, .alpha = 1.0f,
-                       .beta = 0.0f, .chain = g->chain, .packed_a = g->packed_a};
+                       .beta = 0.0f, .chain = g->chain, .packed_a = g->packed_a,
+                       .kern = gemm_kernel_active()};
     if (g->chain && g->k == 0) return; /* nothing to add */
     gemm_single(&pr, ws);
 }
 
-size_t cpu_gemm_packed_a_floats(size_t m, size_t k) { return round_up(m, GEMM_MR) * k; }
+size_t cpu_gemm_packed_a_floats(size_t m, size_t k) {
+    return round_up(m, gemm_kernel_active()->mr) * k;
+}
 
 /* Floats of one item's B packed whole: NR-wide panels of all k (zeros past the last column). */
-static size_t packed_b_item_floats(size_t k, size_t n) { return round_up(n, GEMM_NR) * k; }
+static size_t packed_b_item_floats(size_t k, size_t n) {
+    return round_up(n, gemm_kernel_active()->nr) * k;
+}
 
 void cpu_gemm_pack_a(const float *a, size_t lda, bool ta, size_t m, size_t k, float *dst) {
     gemm_operand op = {a, lda, ta, NULL};
+    const gemm_kernel *kern = gemm_kernel_active();
     for (size_t row0 = 0; row0 < m; row0 += GEMM_MC) {
         size_t rows = min_size(GEMM_MC, m - row0);
         for (size_t p0 = 0; p0 < k; p0 += GEMM_KC)
-            pack_a(&op, row0, rows, p0, min_size(GEMM_KC, k - p0),
-                   dst + row0 * k + round_up(rows, GEMM_MR) * p0, NULL);
+            pack_a(kern, &op, row0, rows, p0, min_size(GEMM_KC, k - p0),
+                   dst + row0 * k + round_up(rows, kern->mr) * p0, NULL);
     }
 }
 
-#ifdef _OPENMP
 /* Part `part` of `parts` of the problem: a range of output rows (split_rows) or columns,
  * aligned to the micro-tile. Empty parts have m or n == 0. */
-static gemm_problem gemm_part(const gemm_problem *pr, bool split_rows, int part, int parts) {
+static gemm_problem gemm_part(const gemm_problem *pr, bool split_rows, size_t part, size_t parts) {
     gemm_problem sub = *pr;
     size_t extent = split_rows ? pr->m : pr->n;
-    size_t unit = split_rows ? GEMM_MR : GEMM_NR;
+    size_t unit = split_rows ? pr->kern->mr : pr->kern->nr;
     size_t units = (extent + unit - 1) / unit;
-    size_t per_part = (units + (size_t)parts - 1) / (size_t)parts * unit;
-    size_t begin = min_size(extent, (size_t)part * per_part);
+    size_t per_part = (units + parts - 1) / parts * unit;
+    size_t begin = min_size(extent, part * per_part);
     size_t end = min_size(extent, begin + per_part);
     if (split_rows) {
         sub.m = end - begin;
@@ -528,29 +516,37 @@ static gemm_problem gemm_part(const gemm_problem *pr, bool split_rows, int part,
     }
     return sub;
 }
-#endif
 
-/* Runs one problem on up to `threads` threads (workspaces already reserved). */
+typedef struct gemm_parts_args {
+    const gemm_problem *pr;
+    cpu_context *ctx;
+    bool split_rows;
+    size_t parts;
+} gemm_parts_args;
+
+static void gemm_parts_range(void *p, size_t part0, size_t part1) {
+    const gemm_parts_args *g = p;
+    for (size_t part = part0; part < part1; part++) {
+        gemm_problem sub = gemm_part(g->pr, g->split_rows, part, g->parts);
+        gemm_single(&sub, &g->ctx->workspaces[cpu_thread_index()]);
+    }
+}
+
+/* Parts per thread of one threaded GEMM: more parts balance threads of unequal speed (a shared
+ * core); each part packs the whole of one operand again. */
+#define GEMM_PARTS_PER_THREAD 2
+
+/* Runs one problem on up to `threads` threads (workspaces already reserved). Each part packs its
+ * share of one operand and all of the other: split the rows when B (k·n, packed whole by every
+ * part) is the smaller operand, else the columns. */
 static void gemm_threaded(const gemm_problem *pr, cpu_context *ctx, int threads) {
     double work = (double)pr->m * (double)pr->k * (double)pr->n;
-    if (threads <= 1 || !CPU_WORTH(work / 8.0)) { /* 2^18 multiply-adds by default */
-        gemm_single(pr, &ctx->workspaces[0]);
-        return;
-    }
-#ifdef _OPENMP
-    /* Each thread packs its share of one operand and all of the other: split the rows when B
-     * (k·n, packed whole by every thread) is the smaller operand, else the columns. */
     bool split_rows = pr->n <= pr->m;
-#pragma omp parallel num_threads(threads)
-    {
-        int part = omp_get_thread_num();
-        int parts = omp_get_num_threads();
-        gemm_problem sub = gemm_part(pr, split_rows, part, parts);
-        gemm_single(&sub, &ctx->workspaces[part]);
-    }
-#else
-    gemm_single(pr, &ctx->workspaces[0]);
-#endif
+    size_t unit = split_rows ? pr->kern->mr : pr->kern->nr;
+    size_t units = ((split_rows ? pr->m : pr->n) + unit - 1) / unit;
+    size_t parts = min_size(units, (size_t)threads * GEMM_PARTS_PER_THREAD);
+    gemm_parts_args g = {pr, ctx, split_rows, parts};
+    cpu_parallel_chunks(parts, parts, threads > 1 && CPU_WORTH(work / 8.0), gemm_parts_range, &g);
 }
 
 // ---- slots -------------------------------------------------------------------------------------
@@ -559,13 +555,32 @@ strix_status cpu_gemm_ex(strix_backend *be, const float *a, bool ta, const float
                          float *out, size_t m, size_t k, size_t n, float beta) {
     gemm_problem pr = {
         .a = {a, ta ? m : k, ta, NULL}, .b = {b, tb ? k : n, tb, NULL}, .c = out, .ldc = n,
-        .m = m, .k = k, .n = n, .alpha = 1.0f, .beta = beta,
+        .m = m, .k = k, .n = n, .alpha = 1.0f, .beta = beta, .kern = gemm_kernel_active(),
     };
     cpu_context *ctx = be->ctx;
     int threads = cpu_max_threads();
     STRIX_TRY(cpu_gemm_reserve(ctx, threads, k));
     gemm_threaded(&pr, ctx, threads);
     return STRIX_OK;
+}
+
+typedef struct batch_args {
+    const gemm_problem *first;
+    const strix_gemm_batch *g;
+    cpu_context *ctx;
+    size_t packed_per_item;
+} batch_args;
+
+static void batch_range(void *p, size_t item0, size_t item1) {
+    const batch_args *b = p;
+    for (size_t item = item0; item < item1; item++) {
+        gemm_problem pr = *b->first;
+        pr.a.data += item * b->g->stride_a;
+        pr.b.data += item * b->g->stride_b;
+        pr.c += item * b->g->stride_c;
+        if (pr.packed_b) pr.packed_b += item * b->packed_per_item;
+        gemm_single(&pr, &b->ctx->workspaces[cpu_thread_index()]);
+    }
 }
 
 strix_status cpu_gemm_batched(strix_backend *be, const strix_gemm_batch *g) {
@@ -576,21 +591,14 @@ strix_status cpu_gemm_batched(strix_backend *be, const strix_gemm_batch *g) {
         .a = {g->a, g->lda, g->ta, NULL}, .b = {g->b, g->ldb, g->tb, NULL}, .c = g->c,
         .ldc = g->ldc,
         .m = g->m, .k = g->k, .n = g->n, .alpha = g->alpha, .beta = g->beta, .skip = g->skip,
-        .packed_b = g->packed_b,
+        .packed_b = g->packed_b, .kern = gemm_kernel_active(),
     };
     size_t packed_per_item = packed_b_item_floats(g->k, g->n);
     double work = (double)g->m * (double)g->k * (double)g->n * (double)g->batch;
     if (threads > 1 && g->batch >= (size_t)threads && CPU_WORTH(work / 8.0)) {
-        /* Many items: one item per thread at a time, each on the single-thread kernel. */
-        CPU_PARALLEL_FOR_IF(true)
-        for (size_t item = 0; item < g->batch; item++) {
-            gemm_problem pr = first;
-            pr.a.data += item * g->stride_a;
-            pr.b.data += item * g->stride_b;
-            pr.c += item * g->stride_c;
-            if (pr.packed_b) pr.packed_b += item * packed_per_item;
-            gemm_single(&pr, &ctx->workspaces[cpu_thread_index()]);
-        }
+        /* Many items: whole items per thread, each on the single-thread kernel. */
+        batch_args ba = {&first, g, ctx, packed_per_item};
+        cpu_parallel_for(g->batch, true, batch_range, &ba);
         return STRIX_OK;
     }
     for (size_t item = 0; item < g->batch; item++) {
@@ -604,6 +612,25 @@ strix_status cpu_gemm_batched(strix_backend *be, const strix_gemm_batch *g) {
     return STRIX_OK;
 }
 
+typedef struct pack_b_args {
+    const strix_gemm_batch *g;
+    float *packed;
+    size_t per_item, panels;
+    const gemm_kernel *kern;
+} pack_b_args;
+
+/* Jobs [job0, job1): one NR-wide panel of one item each. */
+static void pack_b_range(void *p, size_t job0, size_t job1) {
+    const pack_b_args *pa = p;
+    const strix_gemm_batch *g = pa->g;
+    for (size_t job = job0; job < job1; job++) {
+        size_t item = job / pa->panels, col0 = job % pa->panels * pa->kern->nr;
+        gemm_operand op = {g->b + item * g->stride_b, g->ldb, g->tb, NULL};
+        pack_b(pa->kern, &op, 0, g->k, col0, min_size(pa->kern->nr, g->n - col0),
+               pa->packed + item * pa->per_item + col0 * g->k, NULL);
+    }
+}
+
 /* Each item's op(B) as NR-wide panels of all k, the layout gemm_single reads through packed_b:
  * the same values pack_b gives slice by slice, so the products keep their bits. */
 strix_status cpu_gemm_pack_b(strix_backend *be, const strix_gemm_batch *g, float *packed,
@@ -612,13 +639,8 @@ strix_status cpu_gemm_pack_b(strix_backend *be, const strix_gemm_batch *g, float
     size_t per_item = packed_b_item_floats(g->k, g->n);
     *floats = per_item * g->batch;
     if (!packed || per_item == 0) return STRIX_OK;
-    size_t panels = (g->n + GEMM_NR - 1) / GEMM_NR, total = panels * g->batch;
-    CPU_PARALLEL_FOR_IF(CPU_WORTH(per_item * g->batch))
-    for (size_t job = 0; job < total; job++) {
-        size_t item = job / panels, col0 = job % panels * GEMM_NR;
-        gemm_operand op = {g->b + item * g->stride_b, g->ldb, g->tb, NULL};
-        pack_b(&op, 0, g->k, col0, min_size(GEMM_NR, g->n - col0),
-               packed + item * per_item + col0 * g->k, NULL);
-    }
+    const gemm_kernel *kern = gemm_kernel_active();
+    pack_b_args pa = {g, packed, per_item, (g->n + kern->nr - 1) / kern->nr, kern};
+    cpu_parallel_for(pa.panels * g->batch, CPU_WORTH(per_item * g->batch), pack_b_range, &pa);
     return STRIX_OK;
 }

@@ -3,7 +3,8 @@
  * reverse-time sum).
  *
  * Each op runs its kernels/ssm.h lane function over every lane; a sequence lane walks time
- * itself, so OpenMP only splits independent lanes and results do not depend on the thread count.
+ * itself, so the worker pool only splits independent lanes and results do not depend on the
+ * thread count.
  * The RWKV passes of a training step (token shift and its backward, the stable WKV forward and
  * backward) and the reverse-time sum run in row order instead: the same per-step functions for
  * many lanes side by side, each lane's arithmetic in its own order (below).
@@ -11,18 +12,19 @@
 #include "backends/cpu/cpu_internal.h"
 #include "kernels/ssm.h"
 
-/* Runs lane function `fn` over every lane. */
-#define LANE_LOOP(fn)                                                                          \
-    do {                                                                                       \
-        CPU_PARALLEL_FOR_IF(lanes > 1 && CPU_BIG(work))                                        \
-        for (size_t lane = 0; lane < lanes; lane++) fn(args, lane);                            \
-    } while (0)
+/* Defines `name`, a range function that runs lane (or task) function `fn` over items
+ * [i0, i1). */
+#define SSM_RANGE(name, fn)                                                                    \
+    static void name(void *p, size_t i0, size_t i1) {                                          \
+        const strix_ssm_args *args = p;                                                        \
+        for (size_t i = i0; i < i1; i++) fn(args, i);                                          \
+    }
 
 // ---- RWKV in row order -------------------------------------------------------------------------
 /* The RWKV ops of the training step run here over rows of channels instead of one lane at a
  * time: the same per-element and per-step functions of kernels/ssm.h in the same order per
  * lane, so the bits are those of the lane loops (and of the GPU), but the inner loop walks
- * contiguous channels and vectorises. A task is (b, a block of RWKV_CH channels); OpenMP splits
+ * contiguous channels and vectorises. A task is (b, a block of RWKV_CH channels); threads split
  * tasks only, each lane stays on one thread. */
 #define RWKV_CH 64
 
@@ -193,12 +195,38 @@ static void reverse_time_sum_task(const strix_ssm_args *a, size_t task) {
     for (size_t j = 0; j < nc; j++) a->out[0][c0 + j] = acc[j];
 }
 
-/* Runs task function `fn` over `tasks` tasks of `work` elements in all. */
-#define TASK_LOOP(fn, tasks, work)                                                             \
+/* The ops' range functions: the lane ops, then the row-order tasks above. */
+SSM_RANGE(mamba_forward_range, strix_mamba_forward_lane)
+SSM_RANGE(mamba_backward_range, strix_mamba_backward_lane)
+SSM_RANGE(mamba_grad_bc_range, strix_mamba_grad_bc_lane)
+SSM_RANGE(mamba_lrp_range, strix_mamba_lrp_lane)
+SSM_RANGE(rwkv_shift_lrp_range, strix_rwkv_shift_lrp_element)
+SSM_RANGE(rwkv_wkv_forward_range, strix_rwkv_wkv_forward_lane)
+SSM_RANGE(rwkv_wkv_backward_range, strix_rwkv_wkv_backward_lane)
+SSM_RANGE(rwkv_wkv_lrp_range, strix_rwkv_wkv_lrp_lane)
+SSM_RANGE(retnet_forward_range, strix_retnet_forward_lane)
+SSM_RANGE(retnet_state_grad_range, strix_retnet_state_grad_lane)
+SSM_RANGE(retnet_grad_qk_range, strix_retnet_grad_qk_lane)
+SSM_RANGE(retnet_grad_v_range, strix_retnet_grad_v_lane)
+SSM_RANGE(retnet_scores_range, strix_retnet_scores_lane)
+SSM_RANGE(retnet_readout_range, strix_retnet_readout_lane)
+SSM_RANGE(retnet_lrp_input_range, strix_retnet_lrp_input_lane)
+SSM_RANGE(ssm_stabilized_div_range, strix_ssm_stabilized_div_element)
+SSM_RANGE(rwkv_stable_lrp_range, strix_rwkv_stable_lrp_lane)
+SSM_RANGE(rwkv_token_shift_range, rwkv_token_shift_row)
+SSM_RANGE(rwkv_shift_backward_range, rwkv_shift_backward_at_row)
+SSM_RANGE(reverse_time_sum_range, reverse_time_sum_task)
+SSM_RANGE(rwkv_stable_forward_range, rwkv_stable_forward_task)
+SSM_RANGE(rwkv_stable_backward_range, rwkv_stable_backward_task)
+
+/* Runs range function `range` over every lane. */
+#define LANE_LOOP(range) cpu_parallel_for(lanes, lanes > 1 && CPU_BIG(work), range, (void *)args)
+
+/* Runs range function `range` over `tasks` tasks of `work` elements in all. */
+#define TASK_LOOP(range, tasks, work)                                                          \
     do {                                                                                       \
         size_t n_tasks = (tasks);                                                              \
-        CPU_PARALLEL_FOR_IF(n_tasks > 1 && CPU_BIG(work))                                      \
-        for (size_t task = 0; task < n_tasks; task++) fn(args, task);                          \
+        cpu_parallel_for(n_tasks, n_tasks > 1 && CPU_BIG(work), range, (void *)args);          \
     } while (0)
 
 strix_status cpu_ssm_pass(strix_backend *be, strix_ssm_op op, const strix_ssm_args *args) {
@@ -206,38 +234,38 @@ strix_status cpu_ssm_pass(strix_backend *be, strix_ssm_op op, const strix_ssm_ar
     size_t work = 0, lanes = strix_ssm_lanes(op, args, &work);
     if (lanes == 0) return STRIX_OK; /* op and slots: checked by strix_ssm_pass */
     switch (op) {
-    case STRIX_SSM_MAMBA_FORWARD: LANE_LOOP(strix_mamba_forward_lane); break;
-    case STRIX_SSM_MAMBA_BACKWARD: LANE_LOOP(strix_mamba_backward_lane); break;
-    case STRIX_SSM_MAMBA_GRAD_BC: LANE_LOOP(strix_mamba_grad_bc_lane); break;
-    case STRIX_SSM_MAMBA_LRP: LANE_LOOP(strix_mamba_lrp_lane); break;
+    case STRIX_SSM_MAMBA_FORWARD: LANE_LOOP(mamba_forward_range); break;
+    case STRIX_SSM_MAMBA_BACKWARD: LANE_LOOP(mamba_backward_range); break;
+    case STRIX_SSM_MAMBA_GRAD_BC: LANE_LOOP(mamba_grad_bc_range); break;
+    case STRIX_SSM_MAMBA_LRP: LANE_LOOP(mamba_lrp_range); break;
     case STRIX_SSM_RWKV_TOKEN_SHIFT:
-        TASK_LOOP(rwkv_token_shift_row, args->n * args->l, work);
+        TASK_LOOP(rwkv_token_shift_range, args->n * args->l, work);
         break;
     case STRIX_SSM_RWKV_SHIFT_BACKWARD:
-        TASK_LOOP(rwkv_shift_backward_at_row, args->n * args->l, work);
+        TASK_LOOP(rwkv_shift_backward_range, args->n * args->l, work);
         break;
-    case STRIX_SSM_RWKV_SHIFT_LRP: LANE_LOOP(strix_rwkv_shift_lrp_element); break;
-    case STRIX_SSM_RWKV_WKV_FORWARD: LANE_LOOP(strix_rwkv_wkv_forward_lane); break;
-    case STRIX_SSM_RWKV_WKV_BACKWARD: LANE_LOOP(strix_rwkv_wkv_backward_lane); break;
-    case STRIX_SSM_RWKV_WKV_LRP: LANE_LOOP(strix_rwkv_wkv_lrp_lane); break;
-    case STRIX_SSM_RETNET_FORWARD: LANE_LOOP(strix_retnet_forward_lane); break;
-    case STRIX_SSM_RETNET_STATE_GRAD: LANE_LOOP(strix_retnet_state_grad_lane); break;
-    case STRIX_SSM_RETNET_GRAD_QK: LANE_LOOP(strix_retnet_grad_qk_lane); break;
-    case STRIX_SSM_RETNET_GRAD_V: LANE_LOOP(strix_retnet_grad_v_lane); break;
-    case STRIX_SSM_RETNET_SCORES: LANE_LOOP(strix_retnet_scores_lane); break;
-    case STRIX_SSM_RETNET_READOUT: LANE_LOOP(strix_retnet_readout_lane); break;
-    case STRIX_SSM_RETNET_LRP_INPUT: LANE_LOOP(strix_retnet_lrp_input_lane); break;
-    case STRIX_SSM_STABILIZED_DIV: LANE_LOOP(strix_ssm_stabilized_div_element); break;
+    case STRIX_SSM_RWKV_SHIFT_LRP: LANE_LOOP(rwkv_shift_lrp_range); break;
+    case STRIX_SSM_RWKV_WKV_FORWARD: LANE_LOOP(rwkv_wkv_forward_range); break;
+    case STRIX_SSM_RWKV_WKV_BACKWARD: LANE_LOOP(rwkv_wkv_backward_range); break;
+    case STRIX_SSM_RWKV_WKV_LRP: LANE_LOOP(rwkv_wkv_lrp_range); break;
+    case STRIX_SSM_RETNET_FORWARD: LANE_LOOP(retnet_forward_range); break;
+    case STRIX_SSM_RETNET_STATE_GRAD: LANE_LOOP(retnet_state_grad_range); break;
+    case STRIX_SSM_RETNET_GRAD_QK: LANE_LOOP(retnet_grad_qk_range); break;
+    case STRIX_SSM_RETNET_GRAD_V: LANE_LOOP(retnet_grad_v_range); break;
+    case STRIX_SSM_RETNET_SCORES: LANE_LOOP(retnet_scores_range); break;
+    case STRIX_SSM_RETNET_READOUT: LANE_LOOP(retnet_readout_range); break;
+    case STRIX_SSM_RETNET_LRP_INPUT: LANE_LOOP(retnet_lrp_input_range); break;
+    case STRIX_SSM_STABILIZED_DIV: LANE_LOOP(ssm_stabilized_div_range); break;
     case STRIX_SSM_REVERSE_TIME_SUM:
-        TASK_LOOP(reverse_time_sum_task, (args->d + RWKV_CH - 1) / RWKV_CH, work);
+        TASK_LOOP(reverse_time_sum_range, (args->d + RWKV_CH - 1) / RWKV_CH, work);
         break;
     case STRIX_SSM_RWKV_STABLE_FORWARD:
-        TASK_LOOP(rwkv_stable_forward_task, rwkv_tasks(args), work);
+        TASK_LOOP(rwkv_stable_forward_range, rwkv_tasks(args), work);
         break;
     case STRIX_SSM_RWKV_STABLE_BACKWARD:
-        TASK_LOOP(rwkv_stable_backward_task, rwkv_tasks(args), work);
+        TASK_LOOP(rwkv_stable_backward_range, rwkv_tasks(args), work);
         break;
-    case STRIX_SSM_RWKV_STABLE_LRP: LANE_LOOP(strix_rwkv_stable_lrp_lane); break;
+    case STRIX_SSM_RWKV_STABLE_LRP: LANE_LOOP(rwkv_stable_lrp_range); break;
     }
     return STRIX_OK;
 }

@@ -13,13 +13,14 @@
  *     STRIX_CUDA_GEMM=own is set (so it is tested on NVIDIA too), for k == 0 (C = beta·C;
  *     strix_gemm_batched sends alpha == 0 as k = 0), and for sizes past cuBLAS's int range.
  *     64×64 output tiles per block of 256 threads, 16-deep k-slices staged in shared memory;
- *     each thread owns 4×4 outputs and sums each of them in ascending k from 0.0f, multiply then
- *     add with two roundings (-fmad=false), then C = alpha·acc (+ beta·C): the same expression,
- *     in the same order, as the CPU's own kernel (src/backends/cpu/gemm.c), so it gives the
- *     CPU's bits. Slower than cuBLAS; correct everywhere.
+ *     each thread owns 4×4 outputs and sums each of them in ascending k from 0.0f, one fused
+ *     multiply-add per product (fmaf: one rounding), then C = alpha·acc (+ beta·C): the same
+ *     expression, in the same order, as the CPU's own kernel (src/backends/cpu/gemm.c), so it
+ *     gives the CPU's bits. Slower than cuBLAS; correct everywhere.
  * The `skip` hint of strix_gemm_batch is ignored (allowed: the unwanted outputs are computed).
  */
 #include <limits.h>
+#include <math.h>
 
 #include "backends/cuda/cuda_internal.h"
 
@@ -88,7 +89,8 @@ static __global__ __launch_bounds__(TG_THREADS) void k_sgemm_tiled(tg_args g) {
                     for (int r = 0; r < TG_R; r++) ar[r] = as[p][ty + TG_T * r];
                     for (int c = 0; c < TG_C; c++) br[c] = bs[p][tx + TG_T * c];
                     for (int r = 0; r < TG_R; r++)
-                        for (int c = 0; c < TG_C; c++) acc[r][c] = acc[r][c] + ar[r] * br[c];
+                        for (int c = 0; c < TG_C; c++)
+                            acc[r][c] = fmaf(ar[r], br[c], acc[r][c]);
                 }
                 __syncthreads();
             }
