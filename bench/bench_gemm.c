@@ -83,27 +83,33 @@ int main(int argc, char **argv) {
     int threads = strix_get_num_threads();
     const char *isa = strix_cpu_isa();
     int lanes = strcmp(isa, "avx512") == 0 ? 16 : 8;
-    double peak = fma_peak_gflops(lanes, threads, false);
+    double peak = fma_peak_gflops(lanes, threads, false); /* measured again at the end */
     const char *coretype = getenv("OPENBLAS_CORETYPE");
     printf("GEMM GFLOP/s, %d thread(s), median of %d, own kernels: %s, OPENBLAS_CORETYPE=%s\n",
            threads, repeats, isa, coretype ? coretype : "(auto)");
-    printf("(%%) = share of the measured peak: %.1f GFLOP/s (%d-lane FMA, %d threads)\n", peak,
-           lanes, threads);
     if (!(peak > 0.0)) peak = 1.0;
-    printf("%-36s %16s %16s\n", "shape (m,k)·(k,n)", "own (cpu)", "OpenBLAS");
-    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+    size_t shape_count = sizeof shapes / sizeof shapes[0];
+    double gflops[sizeof shapes / sizeof shapes[0]][2] = {{0}};
+    for (size_t s = 0; s < shape_count; s++) {
         const gemm_shape *sh = &shapes[s];
         double flops = 2.0 * (double)sh->m * (double)sh->k * (double)sh->n *
                        (double)(sh->batch ? sh->batch : 1);
-        printf("%-36s", sh->label);
+        for (int b = 0; b < 2; b++)
+            if (backends[b]) gflops[s][b] = flops / time_gemm(backends[b], sh, repeats) * 1e-9;
+    }
+    /* the peak of a busy or throttled moment is too low: keep the higher of two measurements */
+    double again = fma_peak_gflops(lanes, threads, false);
+    if (again > peak) peak = again;
+    printf("(%%) = share of the measured peak: %.1f GFLOP/s (%d-lane FMA, %d threads, the higher "
+           "of two measurements)\n", peak, lanes, threads);
+    printf("%-36s %16s %16s\n", "shape (m,k)·(k,n)", "own (cpu)", "OpenBLAS");
+    for (size_t s = 0; s < shape_count; s++) {
+        printf("%-36s", shapes[s].label);
         for (int b = 0; b < 2; b++) {
-            if (!backends[b]) {
+            if (!backends[b])
                 printf(" %16s", "n/a");
-                continue;
-            }
-            double t = time_gemm(backends[b], sh, repeats);
-            double gflops = flops / t * 1e-9;
-            printf(" %7.1f (%4.0f%%)", gflops, 100.0 * gflops / peak);
+            else
+                printf(" %7.1f (%4.0f%%)", gflops[s][b], 100.0 * gflops[s][b] / peak);
         }
         printf("\n");
     }

@@ -21,7 +21,6 @@ JOBS=${JOBS:-$(nproc 2>/dev/null || echo 4)}
 PYTHON=${PYTHON:-python3}
 BENCH_STEPS=${BENCH_STEPS:-20}
 LOG_DIR=${LOG_DIR:-$BUILD_DIR/gpu-check-logs}
-export OMP_WAIT_POLICY=passive
 if [ -x /usr/local/cuda/bin/nvcc ]; then export PATH=/usr/local/cuda/bin:$PATH; fi
 mkdir -p "$LOG_DIR"
 

@@ -614,9 +614,9 @@ static void test_gemm_batched_strided(void **state) {
 }
 
 /* strix_gemm_pack_b: a batched GEMM reading B packed once gives the bits of the same call
- * without packing, on every backend, at 1 and at 2 threads with every loop pushed through
- * OpenMP: both transposes, edge panels (n not a multiple of the micro-tile), several KC slices
- * and NC column blocks, strides, alpha and beta; and item i of a packing used alone
+ * without packing, on every backend, at 1 and at 2 threads with every loop pushed through the
+ * thread pool: both transposes, edge panels (n not a multiple of the micro-tile), several KC
+ * slices and NC column blocks, strides, alpha and beta; and item i of a packing used alone
  * (b + i·stride_b, packed + i·(floats of one item)), as a recurrent layer does for GRU's n gate.
  * Backends that pack nothing (cpu-blas, GPUs) ask for 0 floats and get packed_b NULL. */
 static void test_gemm_pack_b(void **state) {

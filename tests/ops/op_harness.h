@@ -6,7 +6,7 @@
  * input_i32()), allocates NaN-filled outputs (output()), calls the primitive(s) and hands each
  * result to collect()/collect_i32() under the name of the golden array it must match. The
  * harness runs every case on every backend of tl_backend_names[] twice - 1 thread, then 2 threads
- * with every CPU loop forced through OpenMP - and requires the golden match and bit-identical
+ * with every CPU loop forced through the thread pool - and requires the golden match and bit-identical
  * runs; on a GPU backend it also runs the case with the init option gpu_exact_reductions and
  * holds the block reductions to those exact kernels (1e-5). Goldens: tests/golden/ops/<case>.bin,
  * written by tools/ref/ops*_ref.py.

@@ -173,7 +173,7 @@ int launch_train(int procs, int argc, char **argv, const char *out) {
     args[k++] = "mpirun";
     args[k++] = "-np";
     args[k++] = np;
-    args[k++] = "--bind-to"; // each rank's OpenMP threads take their share of the cores
+    args[k++] = "--bind-to"; // each rank's threads take their share of the cores
     args[k++] = "none";
     args[k++] = "-x"; // the stop file's path, to every rank
     args[k++] = "STRIX_STOP_FILE";

@@ -246,8 +246,8 @@ void out_lock_release(out_lock *l) {
 
 volatile sig_atomic_t out_stop_signal;
 /* Non-zero between out_save_begin and out_save_end. Any thread may take a process-directed
- * signal (OpenMP's and OpenBLAS's workers block nothing), so the handler decides from this flag,
- * not from the calling thread's signal mask. */
+ * signal (OpenBLAS's workers block nothing; strix's own block all), so the handler decides from
+ * this flag, not from the calling thread's signal mask. */
 static volatile sig_atomic_t out_saving;
 
 /* Set by out_stop_signals_at_once: every signal counts as a second one. */

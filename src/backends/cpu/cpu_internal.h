@@ -1,6 +1,7 @@
 /*
  * cpu_internal.h - what the files of the CPU backend share: its private context (GEMM
- * workspaces), the OpenMP helpers, and the prototypes of every slot of its vtable.
+ * workspaces), its threads (workers.c), its instruction-set choice (isa.c), and the prototypes of
+ * every slot of its vtable.
  *
  * Not a public header: modules reach these functions only through include/strix/backend.h.
  */
@@ -18,9 +19,10 @@
 #define CPU_PARALLEL_FOR_IF(cond)
 #endif
 
-/* Work (elements touched) under which a loop stays on the calling thread (an OpenMP region
- * costs ~1-5 us). Default 32768. tests/test_ops.c lowers it to 1 to push every loop through
- * OpenMP and check that results do not change; GEMM's own threshold is 8x this. */
+/* Work (elements touched) under which a loop stays on the calling thread (handing chunks to the
+ * workers costs ~1 us, more when they sleep). Default 32768. tests/test_ops.c lowers it to 1 to
+ * push every loop through the pool and check that results do not change; GEMM's own threshold
+ * is 8x this. */
 extern size_t cpu_parallel_min_work;
 /* Sets cpu_parallel_min_work (0 restores the default) and returns the previous value. */
 size_t cpu_set_parallel_min_work(size_t work);

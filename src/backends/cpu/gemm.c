@@ -16,8 +16,9 @@
  * chosen per call for the running CPU (cpu_isa_active, isa.c), whatever the build's -march.
  * Whole micro-tiles of a plain C = op(A)·op(B) accumulate in C itself; the tiles strix_gemm_skip
  * marks as unwanted or zero (causal attention) are skipped.
- * Threads split the output into row ranges or column ranges (two parts per thread, claimed in
- * turn: workers.c); each computes its part alone. gemm_batched hands whole items to threads when
+ * Threads split the output into row ranges or column ranges (one part per thread, claimed in
+ * turn: workers.c); each computes its part alone. A stored, untransposed A is read in place by
+ * the micro-kernel (only a last partial panel of rows is packed). gemm_batched hands whole items to threads when
  * the batch has at least as many items as threads. Problems too small to pay for a parallel loop
  * stay on the calling thread (CPU_WORTH).
  * For the fused primitives (conv.c) one GEMM also runs on the calling thread (cpu_gemm_run)
@@ -43,12 +44,13 @@
 
 /* A micro-kernel and its tile: MR rows × NR columns of C held in registers (gemm_kernel_active
  * picks one per call from the running CPU's level, isa.c). */
-typedef void micro_kernel_fn(size_t kc, const float *pa, const float *pb, float *acc,
-                             size_t ld_acc, bool carry);
+typedef void micro_kernel_fn(size_t kc, const float *pa, size_t lda, const float *pb,
+                             float *acc, size_t ld_acc, bool carry);
 typedef struct gemm_kernel {
     size_t mr, nr;
     micro_kernel_fn *run;
-    bool avx2; /* packing may use AVX2 (transpose_8x8) */
+    micro_kernel_fn *run_half; /* the first NR/2 columns only (edge panels), or NULL */
+    bool avx2;                 /* packing may use AVX2 (transpose_8x8) */
 } gemm_kernel;
 static const gemm_kernel *gemm_kernel_active(void);
 #define GEMM_NR_MAX 32
@@ -269,19 +271,22 @@ static void pack_b(const gemm_kernel *kern, const gemm_operand *b, size_t p0, si
 // ---- micro-kernels -----------------------------------------------------------------------------
 
 /* acc (MR×NR, row stride ld_acc: the accumulator tile or a tile of C, so unaligned) =
- * (carry ? acc : 0) + Σ_p pa[p]·pb[p] over p < kc: one fused multiply-add per product (a single
- * rounding, fmaf), ascending p. Every version does the same operations per element, so they
- * give the same bits. */
-static void micro_scalar(size_t kc, const float *pa, const float *pb, float *acc, size_t ld_acc,
-                         bool carry) {
+ * (carry ? acc : 0) + Σ_p a_r[p]·pb[p] over p < kc: one fused multiply-add per product (a single
+ * rounding, fmaf), ascending p. A comes packed (lda == 0: element (r, p) at pa[p·MR + r]) or
+ * straight from its rows (element (r, p) at pa[r·lda + p]: no packing, for a stored A that is
+ * not transposed). Every version does the same operations per element, so they give the same
+ * bits. The "half" versions compute the left NR/2 columns only (edge panels). */
+static void micro_scalar(size_t kc, const float *pa, size_t lda, const float *pb, float *acc,
+                         size_t ld_acc, bool carry) {
     enum { MR = 6, NR = 16 };
     float tile[MR][NR];
     for (size_t r = 0; r < MR; r++)
         for (size_t c = 0; c < NR; c++) tile[r][c] = carry ? acc[r * ld_acc + c] : 0.0f;
     for (size_t p = 0; p < kc; p++) {
-        for (size_t r = 0; r < MR; r++)
-            for (size_t c = 0; c < NR; c++) tile[r][c] = fmaf(pa[r], pb[c], tile[r][c]);
-        pa += MR;
+        for (size_t r = 0; r < MR; r++) {
+            float a = lda ? pa[r * lda + p] : pa[p * MR + r];
+            for (size_t c = 0; c < NR; c++) tile[r][c] = fmaf(a, pb[c], tile[r][c]);
+        }
         pb += NR;
     }
     for (size_t r = 0; r < MR; r++)
@@ -289,74 +294,91 @@ static void micro_scalar(size_t kc, const float *pa, const float *pb, float *acc
 }
 
 #ifdef GEMM_X86
-/* AVX2: 6×16 (BLIS's Haswell/Zen sgemm tile), 12 ymm accumulators. */
-#define ROW_LOAD(r)                                                                            \
-    __m256 c##r##0 = carry ? _mm256_loadu_ps(acc + r * ld_acc) : _mm256_setzero_ps();          \
-    __m256 c##r##1 = carry ? _mm256_loadu_ps(acc + r * ld_acc + 8) : _mm256_setzero_ps()
-#define ROW_STEP(r)                                                                            \
-    do {                                                                                       \
-        __m256 a = _mm256_broadcast_ss(pa + r);                                                \
-        c##r##0 = _mm256_fmadd_ps(a, b0, c##r##0);                                             \
-        c##r##1 = _mm256_fmadd_ps(a, b1, c##r##1);                                             \
-    } while (0)
-#define ROW_STORE(r)                                                                           \
-    _mm256_storeu_ps(acc + r * ld_acc, c##r##0), _mm256_storeu_ps(acc + r * ld_acc + 8, c##r##1)
-CPU_TARGET_AVX2 static void micro_avx2(size_t kc, const float *pa, const float *pb, float *acc,
-                                       size_t ld_acc, bool carry) {
-    ROW_LOAD(0); ROW_LOAD(1); ROW_LOAD(2); ROW_LOAD(3); ROW_LOAD(4); ROW_LOAD(5);
-    for (size_t p = 0; p < kc; p++) {
-        __m256 b0 = _mm256_load_ps(pb), b1 = _mm256_load_ps(pb + 8);
-        ROW_STEP(0); ROW_STEP(1); ROW_STEP(2); ROW_STEP(3); ROW_STEP(4); ROW_STEP(5);
-        pa += 6;
-        pb += 16;
-    }
-    ROW_STORE(0); ROW_STORE(1); ROW_STORE(2); ROW_STORE(3); ROW_STORE(4); ROW_STORE(5);
-}
-#undef ROW_LOAD
-#undef ROW_STEP
-#undef ROW_STORE
+#define PACKED_AT(r) pa[r]
+#define ROWS_AT(r) pa[(r) * lda]
 
-/* AVX-512: 8×32, 16 zmm accumulators. */
-#define ROW_LOAD(r)                                                                            \
-    __m512 c##r##0 = carry ? _mm512_loadu_ps(acc + r * ld_acc) : _mm512_setzero_ps();          \
-    __m512 c##r##1 = carry ? _mm512_loadu_ps(acc + r * ld_acc + 16) : _mm512_setzero_ps()
-#define ROW_STEP(r)                                                                            \
+/* AVX2: 6×16 (BLIS's Haswell/Zen sgemm tile), 12 ymm accumulators; TWO: both halves. */
+#define K256_ROW(r, AT)                                                                        \
     do {                                                                                       \
-        __m512 a = _mm512_set1_ps(pa[r]);                                                      \
-        c##r##0 = _mm512_fmadd_ps(a, b0, c##r##0);                                             \
-        c##r##1 = _mm512_fmadd_ps(a, b1, c##r##1);                                             \
+        __m256 a = _mm256_broadcast_ss(&AT(r));                                                \
+        c##r##0 = _mm256_fmadd_ps(a, b0, c##r##0);                                             \
+        if (TWO) c##r##1 = _mm256_fmadd_ps(a, b1, c##r##1);                                    \
     } while (0)
-#define ROW_STORE(r)                                                                           \
-    _mm512_storeu_ps(acc + r * ld_acc, c##r##0),                                               \
-        _mm512_storeu_ps(acc + r * ld_acc + 16, c##r##1)
-CPU_TARGET_AVX512 static void micro_avx512(size_t kc, const float *pa, const float *pb,
-                                           float *acc, size_t ld_acc, bool carry) {
-    ROW_LOAD(0); ROW_LOAD(1); ROW_LOAD(2); ROW_LOAD(3);
-    ROW_LOAD(4); ROW_LOAD(5); ROW_LOAD(6); ROW_LOAD(7);
-    for (size_t p = 0; p < kc; p++) {
-        __m512 b0 = _mm512_load_ps(pb), b1 = _mm512_load_ps(pb + 16);
-        ROW_STEP(0); ROW_STEP(1); ROW_STEP(2); ROW_STEP(3);
-        ROW_STEP(4); ROW_STEP(5); ROW_STEP(6); ROW_STEP(7);
-        pa += 8;
-        pb += 32;
+#define K256_LOOP(AT, STEP)                                                                    \
+    for (size_t p = 0; p < kc; p++, pa += STEP, pb += 16) {                                    \
+        __m256 b0 = _mm256_load_ps(pb), b1 = TWO ? _mm256_load_ps(pb + 8) : b0;                \
+        K256_ROW(0, AT); K256_ROW(1, AT); K256_ROW(2, AT);                                     \
+        K256_ROW(3, AT); K256_ROW(4, AT); K256_ROW(5, AT);                                     \
     }
-    ROW_STORE(0); ROW_STORE(1); ROW_STORE(2); ROW_STORE(3);
-    ROW_STORE(4); ROW_STORE(5); ROW_STORE(6); ROW_STORE(7);
-}
-#undef ROW_LOAD
-#undef ROW_STEP
-#undef ROW_STORE
+#define K256_LOAD(r)                                                                           \
+    __m256 c##r##0 = carry ? _mm256_loadu_ps(acc + r * ld_acc) : _mm256_setzero_ps();          \
+    __m256 c##r##1 = carry && TWO ? _mm256_loadu_ps(acc + r * ld_acc + 8) : _mm256_setzero_ps()
+#define K256_STORE(r)                                                                          \
+    _mm256_storeu_ps(acc + r * ld_acc, c##r##0);                                               \
+    if (TWO) _mm256_storeu_ps(acc + r * ld_acc + 8, c##r##1)
+#define DEFINE_K256(name, two)                                                                 \
+    CPU_TARGET_AVX2 static void name(size_t kc, const float *pa, size_t lda, const float *pb,  \
+                                     float *acc, size_t ld_acc, bool carry) {                  \
+        enum { TWO = two };                                                                    \
+        K256_LOAD(0); K256_LOAD(1); K256_LOAD(2); K256_LOAD(3); K256_LOAD(4); K256_LOAD(5);    \
+        if (lda == 0) {                                                                        \
+            K256_LOOP(PACKED_AT, 6)                                                            \
+        } else {                                                                               \
+            K256_LOOP(ROWS_AT, 1)                                                              \
+        }                                                                                      \
+        K256_STORE(0); K256_STORE(1); K256_STORE(2); K256_STORE(3); K256_STORE(4);             \
+        K256_STORE(5);                                                                         \
+    }
+DEFINE_K256(micro_avx2, 1)
+DEFINE_K256(micro_avx2_half, 0)
+
+/* AVX-512: 8×32, 16 zmm accumulators; TWO: both halves. */
+#define K512_ROW(r, AT)                                                                        \
+    do {                                                                                       \
+        __m512 a = _mm512_set1_ps(AT(r));                                                      \
+        c##r##0 = _mm512_fmadd_ps(a, b0, c##r##0);                                             \
+        if (TWO) c##r##1 = _mm512_fmadd_ps(a, b1, c##r##1);                                    \
+    } while (0)
+#define K512_LOOP(AT, STEP)                                                                    \
+    for (size_t p = 0; p < kc; p++, pa += STEP, pb += 32) {                                    \
+        __m512 b0 = _mm512_load_ps(pb), b1 = TWO ? _mm512_load_ps(pb + 16) : b0;               \
+        K512_ROW(0, AT); K512_ROW(1, AT); K512_ROW(2, AT); K512_ROW(3, AT);                    \
+        K512_ROW(4, AT); K512_ROW(5, AT); K512_ROW(6, AT); K512_ROW(7, AT);                    \
+    }
+#define K512_LOAD(r)                                                                           \
+    __m512 c##r##0 = carry ? _mm512_loadu_ps(acc + r * ld_acc) : _mm512_setzero_ps();          \
+    __m512 c##r##1 = carry && TWO ? _mm512_loadu_ps(acc + r * ld_acc + 16) : _mm512_setzero_ps()
+#define K512_STORE(r)                                                                          \
+    _mm512_storeu_ps(acc + r * ld_acc, c##r##0);                                               \
+    if (TWO) _mm512_storeu_ps(acc + r * ld_acc + 16, c##r##1)
+#define DEFINE_K512(name, two)                                                                 \
+    CPU_TARGET_AVX512 static void name(size_t kc, const float *pa, size_t lda,                 \
+                                       const float *pb, float *acc, size_t ld_acc,             \
+                                       bool carry) {                                           \
+        enum { TWO = two };                                                                    \
+        K512_LOAD(0); K512_LOAD(1); K512_LOAD(2); K512_LOAD(3);                                \
+        K512_LOAD(4); K512_LOAD(5); K512_LOAD(6); K512_LOAD(7);                                \
+        if (lda == 0) {                                                                        \
+            K512_LOOP(PACKED_AT, 8)                                                            \
+        } else {                                                                               \
+            K512_LOOP(ROWS_AT, 1)                                                              \
+        }                                                                                      \
+        K512_STORE(0); K512_STORE(1); K512_STORE(2); K512_STORE(3);                            \
+        K512_STORE(4); K512_STORE(5); K512_STORE(6); K512_STORE(7);                            \
+    }
+DEFINE_K512(micro_avx512, 1)
+DEFINE_K512(micro_avx512_half, 0)
 #endif
 
 /* Indexed by cpu_isa. The scalar tile is AVX2's, so a forced scalar run packs as AVX2 does. */
 static const gemm_kernel GEMM_KERNELS[] = {
-    [CPU_ISA_SCALAR] = {6, 16, micro_scalar, false},
+    [CPU_ISA_SCALAR] = {6, 16, micro_scalar, NULL, false},
 #ifdef GEMM_X86
-    [CPU_ISA_AVX2] = {6, 16, micro_avx2, true},
-    [CPU_ISA_AVX512] = {8, 32, micro_avx512, true},
+    [CPU_ISA_AVX2] = {6, 16, micro_avx2, micro_avx2_half, true},
+    [CPU_ISA_AVX512] = {8, 32, micro_avx512, micro_avx512_half, true},
 #else
-    [CPU_ISA_AVX2] = {6, 16, micro_scalar, false},
-    [CPU_ISA_AVX512] = {6, 16, micro_scalar, false},
+    [CPU_ISA_AVX2] = {6, 16, micro_scalar, NULL, false},
+    [CPU_ISA_AVX512] = {6, 16, micro_scalar, NULL, false},
 #endif
 };
 
@@ -407,6 +429,8 @@ static void gemm_single(const gemm_problem *pr, cpu_gemm_workspace *ws) {
     bool direct = (pr->alpha == 1.0f && pr->beta == 0.0f) || pr->chain;
     const gemm_kernel *kern = pr->kern;
     const size_t mr = kern->mr, nr = kern->nr;
+    /* A stored row-major: the micro-kernel reads its rows in place, no packing */
+    bool a_rows = !pr->a.trans && !pr->a.src && !pr->packed_a;
     for (size_t col0 = 0; col0 < n; col0 += GEMM_NC) {
         size_t cols = min_size(GEMM_NC, n - col0);
         size_t cols_padded = round_up(cols, nr);
@@ -418,12 +442,16 @@ static void gemm_single(const gemm_problem *pr, cpu_gemm_workspace *ws) {
         for (size_t row0 = 0; row0 < m; row0 += GEMM_MC) {
             size_t rows = min_size(GEMM_MC, m - row0);
             size_t done_rows = direct ? rows / mr * mr : 0;
+            size_t full_rows = rows / mr * mr; /* rows of whole micro-panels */
             size_t done_cols = direct ? cols / nr * nr : 0;
             for (size_t p0 = 0; p0 < k; p0 += GEMM_KC) {
                 size_t kc = min_size(GEMM_KC, k - p0);
                 const float *pa = ws->pack_a;
                 if (pr->packed_a) /* the layout of cpu_gemm_pack_a */
                     pa = pr->packed_a + row0 * k + round_up(rows, mr) * p0;
+                else if (a_rows) /* only the last, partial panel is packed (its rows may end) */
+                    pack_a(kern, &pr->a, row0 + full_rows, rows - full_rows, p0, kc,
+                           ws->pack_a + full_rows * kc, ws->gen);
                 else
                     pack_a(kern, &pr->a, row0, rows, p0, kc, ws->pack_a, ws->gen);
                 const float *b_slice = ws->pack_b + p0 * cols_padded;
@@ -453,8 +481,15 @@ static void gemm_single(const gemm_problem *pr, cpu_gemm_workspace *ws) {
                             for (size_t r = 0; r < h; r++)
                                 memcpy(tile + r * GEMM_NC, sums + r * pr->ldc, w * sizeof(float));
                         }
-                        kern->run(to - from, pa + ir * kc + from * mr,
-                                     pb + from * nr, tile, ld_tile, p0 > 0 || pr->chain);
+                        micro_kernel_fn *run = kern->run;
+                        if (cols - jr <= nr / 2 && kern->run_half) run = kern->run_half;
+                        bool carry = p0 > 0 || pr->chain;
+                        if (a_rows && ir < full_rows)
+                            run(to - from, pr->a.data + (row0 + ir) * pr->a.ld + p0 + from,
+                                pr->a.ld, pb + from * nr, tile, ld_tile, carry);
+                        else
+                            run(to - from, pa + ir * kc + from * mr, 0, pb + from * nr, tile,
+                                ld_tile, carry);
                     }
                 }
             }
@@ -532,9 +567,9 @@ static void gemm_parts_range(void *p, size_t part0, size_t part1) {
     }
 }
 
-/* Parts per thread of one threaded GEMM: more parts balance threads of unequal speed (a shared
- * core); each part packs the whole of one operand again. */
-#define GEMM_PARTS_PER_THREAD 2
+/* Parts per thread of one threaded GEMM: each part packs the whole of one operand again, so more
+ * parts cost more than they balance (a part not yet started goes to the caller anyway). */
+#define GEMM_PARTS_PER_THREAD 1
 
 /* Runs one problem on up to `threads` threads (workspaces already reserved). Each part packs its
  * share of one operand and all of the other: split the rows when B (k·n, packed whole by every

@@ -41,9 +41,9 @@
  * long enough to bridge the gap between the loops of a training step, short enough to give a
  * shared core back at once. */
 #define SPIN_NS 100000
-/* Chunks per thread of a loop: more chunks balance threads that run at different speeds (a
- * shared core) at the price of one atomic claim each. */
-#define CHUNKS_PER_THREAD 4
+/* Chunks per thread of a loop. One is enough for a shared core (the caller takes the chunk of a
+ * worker that has not started); 2 and 4 made config A's idle step 7% and 13% slower (issue 11). */
+#define CHUNKS_PER_THREAD 1
 
 typedef struct workers {
     int threads;        /* of a loop, the caller included; workers = threads - 1 */
