@@ -27,10 +27,9 @@ strix_device strix_backend_device(const strix_backend *be) { return be->device; 
 
 void strix_set_num_threads(int n) {
 #ifdef STRIX_HAVE_BLAS
-    /* One threading model: the cpu-blas backend splits GEMMs across OpenMP threads and keeps
-     * OpenBLAS's own pool at one thread (its spinning workers fought our OpenMP loops:
-     * src/backends/cpu/gemm_blas.c). First, because OpenBLAS's OpenMP build implements this
-     * call with omp_set_num_threads(1). */
+    /* One threading model: the cpu-blas backend splits GEMMs across strix's own threads and
+     * keeps OpenBLAS's pool at one thread (its spinning workers would fight ours:
+     * src/backends/cpu/gemm_blas.c). */
     strix_cpu_blas_hold_one_thread();
 #endif
     strix_cpu_set_threads(n);

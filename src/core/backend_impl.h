@@ -125,7 +125,7 @@ bool strix_gpu_memory_stats(const strix_backend *be, strix_gpu_memstats *out);
  * this process may use) and read it. */
 void strix_cpu_set_threads(int n);
 int strix_cpu_threads(void);
-/* Holds OpenBLAS's own thread pool at one thread, keeping the OpenMP thread count (cpu-blas). */
+/* Holds OpenBLAS's own thread pool at one thread (cpu-blas threads its GEMMs on strix's pool). */
 void strix_cpu_blas_hold_one_thread(void);
 #endif
 

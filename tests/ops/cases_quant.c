@@ -8,14 +8,16 @@
  * row (16 lanes, the pairwise fold; kernels/quant.h). Each of the ten types, rows 1, 3, 6, 17
  * (the CPU's two paths and their edges), several in/out (tails of 16 for the one-value types,
  * out not a multiple of the register blocks), random blocks with finite scales; 1 thread, then 2
- * threads with every loop pushed through OpenMP, bit-identical. Refusals: a type strix does not
- * read (named), in not a multiple of the block, NULL pointers. With the SmolLM2 GGUF file
- * (STRIX_SMOLLM2_GGUF or the default path), its Q4_1 and Q8_0 weights too.
+ * threads with every loop pushed onto the CPU's worker pool, bit-identical. On the CPU backends,
+ * every instruction set level the machine runs (cpu_isa_force) against the scalar level, bit for
+ * bit. Refusals: a type strix does not read (named), in not a multiple of the block, NULL
+ * pointers. With the SmolLM2 GGUF file (STRIX_SMOLLM2_GGUF or the default path), its Q4_1 and
+ * Q8_0 weights too.
  */
 #include <unistd.h>
 
 #include "ops/op_harness.h"
-#include "backends/cpu/cpu_internal.h" /* cpu_set_parallel_min_work */
+#include "backends/cpu/cpu_internal.h" /* cpu_set_parallel_min_work, cpu_isa_force */
 #include "strix/gguf.h"
 
 #define SMOLLM2_DEFAULT                                                                        \
@@ -104,7 +106,7 @@ static bool near_reference(const char *label, const float *y, const double *ref,
     return bad == 0;
 }
 
-/* Runs y = x·Wᵀ on be at 1 thread, then 2 threads with every CPU loop pushed through OpenMP, and
+/* Runs y = x·Wᵀ on be at 1 thread, then 2 threads with every CPU loop pushed onto the pool, and
  * checks both: bit for bit against the order (`want`: strix_gguf_dot per element), and against
  * the double reference. */
 static void check_product(strix_backend *be, const char *label, const float *x, size_t rows,
@@ -177,6 +179,80 @@ static void test_matmul_blocks_types(void **state) {
                         free(x), free(want), free(ref);
                     }
                     free(w), free(wf);
+                }
+        }
+    }
+}
+
+/* The CPU kernels' vector levels (cpu_isa_force, each one this CPU runs) against the scalar level,
+ * bit for bit, and the scalar level against the order (strix_gguf_dot): F32, F16, Q8_0, Q4_K,
+ * Q6_K and Q4_0; rows 1, 5 and 13 (both paths and the edges of their token groups and register
+ * blocks), out 1 and 37 (edges of the row groups, tiles and register blocks), in one block and
+ * several (the one-value types 45 and 300: tails of 16, F16 past one decode run); 1 thread, then 2
+ * with every loop on the pool. */
+static void test_matmul_blocks_isa_levels(void **state) {
+    (void)state;
+    static const strix_gguf_type types[] = {STRIX_GGUF_F32,  STRIX_GGUF_F16,  STRIX_GGUF_Q8_0,
+                                            STRIX_GGUF_Q4_K, STRIX_GGUF_Q6_K, STRIX_GGUF_Q4_0};
+    static const size_t row_counts[] = {1, 5, 13};
+    static const size_t outs[] = {1, 37};
+    FOR_EACH_BACKEND(be) {
+        if (strncmp(strix_backend_name(be), "cpu", 3) != 0) continue; /* cpu, cpu-blas */
+        for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
+            strix_gguf_type t = types[ti];
+            size_t bv = 1;
+            assert_true(strix_gguf_type_block(t, &bv, NULL));
+            size_t ins[2] = {bv == 1 ? 45 : bv, bv == 1 ? 300 : 3 * bv};
+            for (size_t ii = 0; ii < 2; ii++)
+                for (size_t oi = 0; oi < sizeof outs / sizeof outs[0]; oi++) {
+                    size_t in = ins[ii], out = outs[oi], nbytes = 0;
+                    size_t row_bytes = strix_gguf_row_bytes(t, in);
+                    uint64_t seed = 5000 + 100 * ti + 10 * ii + oi;
+                    unsigned char *w = random_blocks(t, in * out, seed, &nbytes);
+                    void *dw = tl_upload(be, w, nbytes);
+                    for (size_t ri = 0; ri < sizeof row_counts / sizeof row_counts[0]; ri++) {
+                        size_t rows = row_counts[ri], n = rows * out;
+                        float *x = tl_malloc_floats(rows * in), *want = tl_malloc_floats(n);
+                        float *scalar = tl_malloc_floats(n), *got = tl_malloc_floats(n);
+                        tl_fill_uniform(x, rows * in, seed + 7 * rows, -1.0f, 1.0f);
+                        for (size_t r = 0; r < rows; r++)
+                            for (size_t j = 0; j < out; j++)
+                                want[r * out + j] =
+                                    strix_gguf_dot(t, w + j * row_bytes, x + r * in, in);
+                        float *dx = up(be, x, rows * in);
+                        float *dy = tl_device_alloc(be, n * sizeof(float));
+                        for (int level = CPU_ISA_SCALAR; level <= CPU_ISA_AVX512; level++) {
+                            if (!cpu_isa_supported((cpu_isa)level)) continue;
+                            cpu_isa_force(level);
+                            for (int threads = 1; threads <= 2; threads++) {
+                                strix_set_num_threads(threads);
+                                size_t previous = cpu_set_parallel_min_work(threads == 2 ? 1 : 0);
+                                for (size_t i = 0; i < n; i++) got[i] = NAN;
+                                OK(strix_copy(be, dy, got, n * sizeof(float), STRIX_COPY_H2D));
+                                OK(strix_matmul_blocks(be, dx, rows, in, (int)t, dw, out, dy));
+                                down(be, got, dy, n);
+                                cpu_set_parallel_min_work(previous);
+                                char label[128];
+                                snprintf(label, sizeof label,
+                                         "%s matmul_blocks %s %s rows %zu in %zu out %zu "
+                                         "threads %d",
+                                         strix_backend_name(be), cpu_isa_name((cpu_isa)level),
+                                         strix_gguf_type_name((int)t), rows, in, out, threads);
+                                if (level == CPU_ISA_SCALAR && threads == 1) {
+                                    assert_true(tl_check_bits(label, got, want, n));
+                                    memcpy(scalar, got, n * sizeof(float));
+                                } else {
+                                    assert_true(tl_check_bits(label, got, scalar, n));
+                                }
+                            }
+                            strix_set_num_threads(0);
+                        }
+                        cpu_isa_force(-1);
+                        strix_free(be, dx), strix_free(be, dy);
+                        free(x), free(want), free(scalar), free(got);
+                    }
+                    strix_free(be, dw);
+                    free(w);
                 }
         }
     }
@@ -291,6 +367,7 @@ static void test_matmul_blocks_smollm2(void **state) {
 const struct CMUnitTest ops_quant_tests[] = {
     cmocka_unit_test(test_matmul_blocks_types),
     cmocka_unit_test(test_matmul_blocks_refusals),
+    cmocka_unit_test(test_matmul_blocks_isa_levels),
     cmocka_unit_test(test_matmul_blocks_smollm2),
 };
 const size_t ops_quant_test_count = sizeof ops_quant_tests / sizeof ops_quant_tests[0];

@@ -60,10 +60,20 @@ static strix_status cpu_copy(strix_backend *be, void *dst, const void *src, size
     return STRIX_OK;
 }
 
+typedef struct fill_args {
+    float *p;
+    float value;
+} fill_args;
+
+static void fill_range(void *args, size_t i0, size_t i1) {
+    const fill_args *f = args;
+    float *p = f->p, value = f->value;
+    for (size_t i = i0; i < i1; i++) p[i] = value;
+}
+
 static strix_status cpu_fill(strix_backend *be, float *p, float value, size_t n) {
     (void)be;
-    CPU_PARALLEL_FOR_IF(CPU_BIG(n / 4))
-    for (size_t i = 0; i < n; i++) p[i] = value;
+    cpu_parallel_for(n, CPU_BIG(n / 4), fill_range, &(fill_args){p, value});
     return STRIX_OK;
 }
 

@@ -10,15 +10,6 @@
 
 #include "core/backend_impl.h"
 
-#ifdef _OPENMP
-#include <omp.h>
-#define CPU_PRAGMA(text) _Pragma(#text)
-/* A parallel loop over independent outputs, taken only when `cond` holds (enough work). */
-#define CPU_PARALLEL_FOR_IF(cond) CPU_PRAGMA(omp parallel for schedule(static) if(cond))
-#else
-#define CPU_PARALLEL_FOR_IF(cond)
-#endif
-
 /* Work (elements touched) under which a loop stays on the calling thread (handing chunks to the
  * workers costs ~1 us, more when they sleep). Default 32768. tests/test_ops.c lowers it to 1 to
  * push every loop through the pool and check that results do not change; GEMM's own threshold

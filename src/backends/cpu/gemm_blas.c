@@ -1,10 +1,11 @@
 /*
  * gemm_blas.c - the cpu-blas backend's GEMM slots on OpenBLAS (cblas_sgemm, row-major).
  *
- * One threading model, on purpose: OpenMP. OpenBLAS is held to one thread
- * (strix_cpu_blas_hold_one_thread), and a large GEMM is cut into 64-row (or 64-column) blocks of the output that OpenMP threads share,
- * each block one single-threaded cblas_sgemm. Debian's pthread OpenBLAS would otherwise keep a
- * second pool of workers spinning against our OpenMP loops (DESIGN.md, "oversubscription").
+ * One threading model, on purpose: the CPU backend's worker pool (workers.c). OpenBLAS is held to
+ * one thread (strix_cpu_blas_hold_one_thread), and a large GEMM is cut into 64-row (or 64-column)
+ * blocks of the output that the pool's threads share, each block one single-threaded
+ * cblas_sgemm. Debian's pthread OpenBLAS would otherwise keep a second pool of workers spinning
+ * against ours (DESIGN.md, "oversubscription").
  * The cut depends only on the shape, so results are bit-identical for any thread count; they
  * match the own kernel only to rounding (OpenBLAS uses FMA and its own k-blocking).
  * beta == 0 never reads C (BLAS rule). Compiled only with STRIX_HAVE_BLAS.
@@ -13,23 +14,9 @@
 
 #include <cblas.h>
 
-#ifdef _OPENMP
-#include <omp.h>
-#endif
-
 #include "backends/cpu/cpu_internal.h"
 
-void strix_cpu_blas_hold_one_thread(void) {
-#ifdef _OPENMP
-    /* OpenBLAS's OpenMP build implements this with omp_set_num_threads(1): keep the caller's
-     * OpenMP thread count. */
-    int threads = omp_get_max_threads();
-    openblas_set_num_threads(1);
-    omp_set_num_threads(threads);
-#else
-    openblas_set_num_threads(1);
-#endif
-}
+void strix_cpu_blas_hold_one_thread(void) { openblas_set_num_threads(1); }
 
 typedef struct blas_problem {
     const float *a;
@@ -83,8 +70,23 @@ static blas_problem blas_block(const blas_problem *p, bool split_rows, size_t bl
     return sub;
 }
 
+/* Operands of blas_blocks_range: the problem and the direction of its cut. */
+typedef struct blas_blocks_args {
+    const blas_problem *p;
+    bool split_rows;
+} blas_blocks_args;
+
+/* Output blocks [block0, block1), each one single-threaded cblas_sgemm. */
+static void blas_blocks_range(void *args, size_t block0, size_t block1) {
+    const blas_blocks_args *a = args;
+    for (size_t block = block0; block < block1; block++) {
+        blas_problem sub = blas_block(a->p, a->split_rows, block);
+        blas_gemm(&sub);
+    }
+}
+
 /* Large problems: BLAS_BLOCK-wide output blocks (along the longer of m, n), spread over the
- * OpenMP threads; each block is one single-threaded cblas_sgemm. */
+ * pool's threads. */
 static void blas_gemm_threaded(const blas_problem *p) {
     bool split_rows = p->m >= p->n;
     size_t extent = split_rows ? p->m : p->n;
@@ -94,11 +96,9 @@ static void blas_gemm_threaded(const blas_problem *p) {
         return;
     }
     size_t blocks = (extent + BLAS_BLOCK - 1) / BLAS_BLOCK;
-    CPU_PARALLEL_FOR_IF(cpu_max_threads() > 1 && work >= 8.0 * (double)cpu_parallel_min_work)
-    for (size_t block = 0; block < blocks; block++) {
-        blas_problem sub = blas_block(p, split_rows, block);
-        blas_gemm(&sub);
-    }
+    blas_blocks_args a = {p, split_rows};
+    cpu_parallel_for(blocks, cpu_max_threads() > 1 && work >= 8.0 * (double)cpu_parallel_min_work,
+                     blas_blocks_range, &a);
 }
 
 strix_status cpu_blas_gemm_ex(strix_backend *be, const float *a, bool ta, const float *b, bool tb,
@@ -109,7 +109,7 @@ strix_status cpu_blas_gemm_ex(strix_backend *be, const float *a, bool ta, const 
     return STRIX_OK;
 }
 
-/* Small items (attention's (T,T,hd) products) stay on the own kernel, one OpenMP loop over the
+/* Small items (attention's (T,T,hd) products) stay on the own kernel, one parallel loop over the
  * batch: it is as fast as per-item cblas_sgemm there (bench_gemm) and bit-reproducible. Large
  * items go to cblas_sgemm, each split across the threads. */
 strix_status cpu_blas_gemm_batched(strix_backend *be, const strix_gemm_batch *g) {
