@@ -39,6 +39,16 @@ int cpu_thread_index(void);
 int cpu_workers_count(void);
 void cpu_workers_set_count(int n);
 
+/* Marks a hot loop body (a cpu_range_fn) to be compiled for x86-64-v4 (AVX-512), v3 (AVX2, FMA)
+ * and the build's baseline, the copy picked for the running CPU when the library loads (GCC's
+ * function multiversioning): a portable build vectorises it as wide as -march=native would.
+ * Without contraction (-ffp-contract=off) every copy does the same operations: the same bits. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(STRIX_NATIVE_BUILD)
+#define CPU_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define CPU_CLONES
+#endif
+
 // ---- instruction sets (isa.c) ------------------------------------------------------------------
 
 /* Vector levels of the hand-written kernels (GEMM, block products). AVX2 means AVX2 + FMA + F16C;

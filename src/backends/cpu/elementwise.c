@@ -21,28 +21,28 @@ typedef struct ew_args {
     strix_act op;
 } ew_args;
 
-static void add_range(void *p, size_t i0, size_t i1) {
+CPU_CLONES static void add_range(void *p, size_t i0, size_t i1) {
     const ew_args *e = p;
     const float *x = e->x, *y = e->y;
     float *out = e->out;
     for (size_t i = i0; i < i1; i++) out[i] = x[i] + y[i];
 }
 
-static void mul_range(void *p, size_t i0, size_t i1) {
+CPU_CLONES static void mul_range(void *p, size_t i0, size_t i1) {
     const ew_args *e = p;
     const float *x = e->x, *y = e->y;
     float *out = e->out;
     for (size_t i = i0; i < i1; i++) out[i] = x[i] * y[i];
 }
 
-static void scale_range(void *p, size_t i0, size_t i1) {
+CPU_CLONES static void scale_range(void *p, size_t i0, size_t i1) {
     const ew_args *e = p;
     const float *x = e->x;
     float *out = e->out, alpha = e->alpha;
     for (size_t i = i0; i < i1; i++) out[i] = alpha * x[i];
 }
 
-static void axpby_range(void *p, size_t i0, size_t i1) {
+CPU_CLONES static void axpby_range(void *p, size_t i0, size_t i1) {
     const ew_args *e = p;
     const float *x = e->x, *y = e->y;
     float *out = e->out, alpha = e->alpha, beta = e->beta;
@@ -57,21 +57,21 @@ static void clamp_range(void *p, size_t i0, size_t i1) {
 }
 
 /* GELU and ReLU get their own loops, so that they vectorise. */
-static void gelu_range(void *p, size_t i0, size_t i1) {
+CPU_CLONES static void gelu_range(void *p, size_t i0, size_t i1) {
     const ew_args *e = p;
     const float *x = e->x;
     float *out = e->out;
     for (size_t i = i0; i < i1; i++) out[i] = strix_gelu_forward(x[i]);
 }
 
-static void relu_range(void *p, size_t i0, size_t i1) {
+CPU_CLONES static void relu_range(void *p, size_t i0, size_t i1) {
     const ew_args *e = p;
     const float *x = e->x;
     float *out = e->out;
     for (size_t i = i0; i < i1; i++) out[i] = strix_relu_forward(x[i]);
 }
 
-static void act_range(void *p, size_t i0, size_t i1) {
+CPU_CLONES static void act_range(void *p, size_t i0, size_t i1) {
     const ew_args *e = p;
     const float *x = e->x;
     float *out = e->out;
@@ -79,21 +79,21 @@ static void act_range(void *p, size_t i0, size_t i1) {
 }
 
 /* Backward: x the forward input, y the output gradient. */
-static void gelu_backward_range(void *p, size_t i0, size_t i1) {
+CPU_CLONES static void gelu_backward_range(void *p, size_t i0, size_t i1) {
     const ew_args *e = p;
     const float *x = e->x, *g = e->y;
     float *out = e->out;
     for (size_t i = i0; i < i1; i++) out[i] = strix_gelu_backward(x[i], g[i]);
 }
 
-static void relu_backward_range(void *p, size_t i0, size_t i1) {
+CPU_CLONES static void relu_backward_range(void *p, size_t i0, size_t i1) {
     const ew_args *e = p;
     const float *x = e->x, *g = e->y;
     float *out = e->out;
     for (size_t i = i0; i < i1; i++) out[i] = strix_relu_backward(x[i], g[i]);
 }
 
-static void act_backward_range(void *p, size_t i0, size_t i1) {
+CPU_CLONES static void act_backward_range(void *p, size_t i0, size_t i1) {
     const ew_args *e = p;
     const float *x = e->x, *g = e->y;
     float *out = e->out;
@@ -131,7 +131,7 @@ typedef struct column_sums_args {
 } column_sums_args;
 
 /* Column chunks [c0, c1) of column_sums. */
-static void column_sums_range(void *p, size_t c0, size_t c1) {
+CPU_CLONES static void column_sums_range(void *p, size_t c0, size_t c1) {
     const column_sums_args *s = p;
     for (size_t chunk = c0; chunk < c1; chunk++) {
         size_t col0 = chunk * COLUMN_CHUNK;
@@ -166,7 +166,7 @@ typedef struct row_vector_args {
     size_t cols;
 } row_vector_args;
 
-static void add_row_vector_range(void *p, size_t r0, size_t r1) {
+CPU_CLONES static void add_row_vector_range(void *p, size_t r0, size_t r1) {
     const row_vector_args *s = p;
     const float *row = s->row;
     for (size_t i = r0; i < r1; i++) {

@@ -26,7 +26,7 @@ typedef struct norm_backward_args {
     size_t n, c, spatial, groups;
 } norm_backward_args;
 
-static void bn_forward_range(void *args, size_t ch0, size_t ch1) {
+CPU_CLONES static void bn_forward_range(void *args, size_t ch0, size_t ch1) {
     const norm_forward_args *f = args;
     const float *in = f->in, *gamma = f->gamma, *beta = f->beta;
     float *xhat = f->xhat, *out = f->out, *channel_std = f->stds, eps = f->eps;
@@ -46,7 +46,7 @@ strix_status cpu_batch_norm_forward(strix_backend *be, const float *in, const fl
     return STRIX_OK;
 }
 
-static void bn_backward_range(void *args, size_t ch0, size_t ch1) {
+CPU_CLONES static void bn_backward_range(void *args, size_t ch0, size_t ch1) {
     const norm_backward_args *g = args;
     const float *grad_out = g->grad_out, *gamma = g->gamma, *xhat = g->xhat;
     const float *channel_std = g->stds;
@@ -75,7 +75,7 @@ typedef struct bn_running_args {
     float momentum;
 } bn_running_args;
 
-static void bn_update_running_range(void *args, size_t ch0, size_t ch1) {
+CPU_CLONES static void bn_update_running_range(void *args, size_t ch0, size_t ch1) {
     const bn_running_args *u = args;
     const float *in = u->in;
     float *running_mean = u->running_mean, *running_var = u->running_var;
@@ -95,7 +95,7 @@ strix_status cpu_batch_norm_update_running(strix_backend *be, const float *in, f
     return STRIX_OK;
 }
 
-static void bn_eval_forward_range(void *args, size_t ch0, size_t ch1) {
+CPU_CLONES static void bn_eval_forward_range(void *args, size_t ch0, size_t ch1) {
     const norm_forward_args *f = args;
     const float *in = f->in, *gamma = f->gamma, *beta = f->beta;
     const float *running_mean = f->running_mean, *running_var = f->running_var;
@@ -118,7 +118,7 @@ strix_status cpu_batch_norm_eval_forward(strix_backend *be, const float *in, con
     return STRIX_OK;
 }
 
-static void bn_eval_backward_range(void *args, size_t ch0, size_t ch1) {
+CPU_CLONES static void bn_eval_backward_range(void *args, size_t ch0, size_t ch1) {
     const norm_backward_args *g = args;
     const float *grad_out = g->grad_out, *gamma = g->gamma, *xhat = g->xhat;
     const float *channel_std = g->stds;
@@ -142,7 +142,7 @@ strix_status cpu_batch_norm_eval_backward(strix_backend *be, const float *grad_o
 }
 
 /* (example, group) blocks [b0, b1) of the GroupNorm forward. */
-static void gn_forward_range(void *args, size_t b0, size_t b1) {
+CPU_CLONES static void gn_forward_range(void *args, size_t b0, size_t b1) {
     const norm_forward_args *f = args;
     const float *in = f->in, *gamma = f->gamma, *beta = f->beta;
     float *xhat = f->xhat, *out = f->out, *group_std = f->stds, eps = f->eps;
@@ -167,7 +167,7 @@ strix_status cpu_group_norm_forward(strix_backend *be, const float *in, const fl
     return STRIX_OK;
 }
 
-static void gn_param_grads_range(void *args, size_t ch0, size_t ch1) {
+CPU_CLONES static void gn_param_grads_range(void *args, size_t ch0, size_t ch1) {
     const norm_backward_args *g = args;
     const float *grad_out = g->grad_out, *xhat = g->xhat;
     float *gamma_grad = g->gamma_grad, *beta_grad = g->beta_grad;
@@ -177,7 +177,7 @@ static void gn_param_grads_range(void *args, size_t ch0, size_t ch1) {
 }
 
 /* (example, group) blocks [b0, b1) of the GroupNorm input gradient. */
-static void gn_backward_range(void *args, size_t b0, size_t b1) {
+CPU_CLONES static void gn_backward_range(void *args, size_t b0, size_t b1) {
     const norm_backward_args *g = args;
     const float *grad_out = g->grad_out, *gamma = g->gamma, *xhat = g->xhat;
     const float *group_std = g->stds;

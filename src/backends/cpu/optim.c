@@ -15,7 +15,7 @@ typedef struct adam_args {
     float lr, beta1, beta2, eps, bias_correction1, bias_correction2;
 } adam_args;
 
-static void adam_range(void *p, size_t i0, size_t i1) {
+CPU_CLONES static void adam_range(void *p, size_t i0, size_t i1) {
     const adam_args *a = p;
     float *param = a->param, *m = a->m, *v = a->v;
     const float *grad = a->grad;

@@ -19,7 +19,7 @@ typedef struct row_args {
     float scale;
 } row_args;
 
-static void softmax_range(void *args, size_t r0, size_t r1) {
+CPU_CLONES static void softmax_range(void *args, size_t r0, size_t r1) {
     const row_args *a = args;
     const float *in = a->in;
     float *out = a->out;
@@ -35,7 +35,7 @@ strix_status cpu_softmax_rows(strix_backend *be, const float *in, float *out, si
     return STRIX_OK;
 }
 
-static void softmax_backward_range(void *args, size_t r0, size_t r1) {
+CPU_CLONES static void softmax_backward_range(void *args, size_t r0, size_t r1) {
     const row_args *a = args;
     const float *y = a->in, *dy = a->dy;
     float *dx = a->out;
@@ -53,7 +53,7 @@ strix_status cpu_softmax_rows_backward(strix_backend *be, const float *y, const 
 }
 
 /* out: one value per row. */
-static void logsumexp_range(void *args, size_t r0, size_t r1) {
+CPU_CLONES static void logsumexp_range(void *args, size_t r0, size_t r1) {
     const row_args *a = args;
     const float *in = a->in;
     float *out = a->out;
@@ -80,7 +80,7 @@ typedef struct norm_rows_args {
 } norm_rows_args;
 
 /* Groups [g0, g1) of STRIX_LN_GROUP rows. */
-static void layer_norm_forward_range(void *args, size_t g0, size_t g1) {
+CPU_CLONES static void layer_norm_forward_range(void *args, size_t g0, size_t g1) {
     const norm_rows_args *a = args;
     const float *in = a->in, *gamma = a->gamma, *beta = a->beta;
     float *xhat = a->xhat, *out = a->out, *row_std = a->row_std, eps = a->eps;
@@ -108,7 +108,7 @@ strix_status cpu_layer_norm_forward(strix_backend *be, const float *in, const fl
 }
 
 /* Groups [g0, g1) of STRIX_LN_GROUP rows. */
-static void layer_norm_backward_range(void *args, size_t g0, size_t g1) {
+CPU_CLONES static void layer_norm_backward_range(void *args, size_t g0, size_t g1) {
     const norm_rows_args *a = args;
     const float *grad_out = a->grad_out, *gamma = a->gamma, *xhat = a->x;
     const float *row_std = a->row_stat;
@@ -138,7 +138,7 @@ strix_status cpu_layer_norm_backward(strix_backend *be, const float *grad_out, c
 }
 
 /* Rows [r0, r1) of slices of T rows; cols is T. */
-static void attn_causal_range(void *args, size_t r0, size_t r1) {
+CPU_CLONES static void attn_causal_range(void *args, size_t r0, size_t r1) {
     const row_args *a = args;
     const float *scores = a->in;
     float *probs = a->out, scale = a->scale;
@@ -156,7 +156,7 @@ strix_status cpu_attn_softmax_causal(strix_backend *be, const float *scores, flo
     return STRIX_OK;
 }
 
-static void attn_causal_backward_range(void *args, size_t r0, size_t r1) {
+CPU_CLONES static void attn_causal_backward_range(void *args, size_t r0, size_t r1) {
     const row_args *a = args;
     const float *probs = a->in, *dprobs = a->dy;
     float *dscores = a->out, scale = a->scale;
@@ -185,7 +185,7 @@ typedef struct cross_entropy_args {
     float grad_scale;
 } cross_entropy_args;
 
-static void cross_entropy_range(void *args, size_t r0, size_t r1) {
+CPU_CLONES static void cross_entropy_range(void *args, size_t r0, size_t r1) {
     const cross_entropy_args *a = args;
     const float *logits = a->logits;
     const int32_t *targets = a->targets;
@@ -209,7 +209,7 @@ strix_status cpu_softmax_cross_entropy(strix_backend *be, const float *logits,
 // ---- RMSNorm and attention masks ---------------------------------------------------------------
 
 /* row_std: the rows' RMS. */
-static void rms_norm_forward_range(void *args, size_t r0, size_t r1) {
+CPU_CLONES static void rms_norm_forward_range(void *args, size_t r0, size_t r1) {
     const norm_rows_args *a = args;
     const float *in = a->in, *gamma = a->gamma;
     float *out = a->out, *row_rms = a->row_std, eps = a->eps;
@@ -228,7 +228,7 @@ strix_status cpu_rms_norm_forward(strix_backend *be, const float *in, const floa
     return STRIX_OK;
 }
 
-static void rms_norm_backward_range(void *args, size_t r0, size_t r1) {
+CPU_CLONES static void rms_norm_backward_range(void *args, size_t r0, size_t r1) {
     const norm_rows_args *a = args;
     const float *grad_out = a->grad_out, *gamma = a->gamma, *in = a->x;
     const float *row_rms = a->row_stat;
@@ -261,7 +261,7 @@ typedef struct mask_args {
 } mask_args;
 
 /* Score rows [r0, r1) of (B, H, Lq) rows of Lk. */
-static void mask_fill_range(void *args, size_t r0, size_t r1) {
+CPU_CLONES static void mask_fill_range(void *args, size_t r0, size_t r1) {
     const mask_args *a = args;
     float *scores = a->scores, value = a->value;
     const float *keep = a->keep;
