@@ -29,7 +29,10 @@ typedef void cpu_range_fn(void *args, size_t begin, size_t end);
  * the calling thread alone, as fn(args, 0, n), when !worth, inside another loop, or with one
  * thread. */
 void cpu_parallel_chunks(size_t n, size_t chunks, bool worth, cpu_range_fn *fn, void *args);
-/* cpu_parallel_chunks with a few chunks per thread (balance on shared cores). */
+/* Chunks per thread a loop should have now: 1, or more while the workers run late (a core
+ * shared with another busy process; workers.c). */
+int cpu_chunks_per_thread(void);
+/* cpu_parallel_chunks with cpu_chunks_per_thread() chunks per thread. */
 void cpu_parallel_for(size_t n, bool worth, cpu_range_fn *fn, void *args);
 /* Threads a loop started here would get: the pool's count, 1 inside a loop. */
 int cpu_max_threads(void);

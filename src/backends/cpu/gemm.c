@@ -16,8 +16,8 @@
  * chosen per call for the running CPU (cpu_isa_active, isa.c), whatever the build's -march.
  * Whole micro-tiles of a plain C = op(A)·op(B) accumulate in C itself; the tiles strix_gemm_skip
  * marks as unwanted or zero (causal attention) are skipped.
- * Threads split the output into row ranges or column ranges (one part per thread, claimed in
- * turn: workers.c); each computes its part alone. A stored, untransposed A is read in place by
+ * Threads split the output into row ranges or column ranges (cpu_chunks_per_thread parts per
+ * thread, claimed in turn: workers.c); each computes its part alone. A stored, untransposed A is read in place by
  * the micro-kernel (only a last partial panel of rows is packed). gemm_batched hands whole items to threads when
  * the batch has at least as many items as threads. Problems too small to pay for a parallel loop
  * stay on the calling thread (CPU_WORTH).
@@ -567,10 +567,6 @@ static void gemm_parts_range(void *p, size_t part0, size_t part1) {
     }
 }
 
-/* Parts per thread of one threaded GEMM: each part packs the whole of one operand again, so more
- * parts cost more than they balance (a part not yet started goes to the caller anyway). */
-#define GEMM_PARTS_PER_THREAD 1
-
 /* Runs one problem on up to `threads` threads (workspaces already reserved). Each part packs its
  * share of one operand and all of the other: split the rows when B (k·n, packed whole by every
  * part) is the smaller operand, else the columns. */
@@ -579,7 +575,7 @@ static void gemm_threaded(const gemm_problem *pr, cpu_context *ctx, int threads)
     bool split_rows = pr->n <= pr->m;
     size_t unit = split_rows ? pr->kern->mr : pr->kern->nr;
     size_t units = ((split_rows ? pr->m : pr->n) + unit - 1) / unit;
-    size_t parts = min_size(units, (size_t)threads * GEMM_PARTS_PER_THREAD);
+    size_t parts = min_size(units, (size_t)threads * (size_t)cpu_chunks_per_thread());
     gemm_parts_args g = {pr, ctx, split_rows, parts};
     cpu_parallel_chunks(parts, parts, threads > 1 && CPU_WORTH(work / 8.0), gemm_parts_range, &g);
 }

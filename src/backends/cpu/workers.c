@@ -41,9 +41,13 @@
  * long enough to bridge the gap between the loops of a training step, short enough to give a
  * shared core back at once. */
 #define SPIN_NS 100000
-/* Chunks per thread of a loop. One is enough for a shared core (the caller takes the chunk of a
- * worker that has not started); 2 and 4 made config A's idle step 7% and 13% slower (issue 11). */
-#define CHUNKS_PER_THREAD 1
+/* Chunks per thread of a loop: one on an idle machine (2 and 4 made config A's step 7% and 13%
+ * slower, issue 11), FINE_CHUNKS for FINE_LOOPS loops after the caller waited for the workers
+ * longer than it worked itself (a worker on a core shared with another busy process runs at a
+ * fraction of the speed: smaller chunks let the caller take more of the loop). */
+#define FINE_CHUNKS 4
+#define FINE_LOOPS 256
+#define LATE_NS 20000 /* a shorter wait is an idle machine's imbalance */
 
 typedef struct workers {
     int threads;        /* of a loop, the caller included; workers = threads - 1 */
@@ -65,8 +69,16 @@ typedef struct workers {
 static workers pool = {.lock = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER,
                        .finished = PTHREAD_COND_INITIALIZER};
 static int wanted_threads; /* 0: not set, the CPUs this process may run on */
+static _Atomic int fine_loops; /* loops left with FINE_CHUNKS chunks per thread, short spins */
 static _Thread_local int thread_index;    /* 0: the caller; 1..: the workers */
 static _Thread_local bool inside_loop;    /* nested loops run on their thread alone */
+
+/* How long an idle worker spins: SPIN_NS, or SHORT_SPIN_NS while loops run late (fine_loops): a
+ * sleeping worker leaves its core idle, so the scheduler can move the caller off a shared one. */
+#define SHORT_SPIN_NS 2000
+static uint64_t spin_ns(void) {
+    return atomic_load_explicit(&fine_loops, memory_order_relaxed) > 0 ? SHORT_SPIN_NS : SPIN_NS;
+}
 
 static uint64_t now_ns(void) {
     struct timespec ts;
@@ -129,7 +141,7 @@ static void *worker_main(void *arg) {
         uint32_t next = gen;
         for (int spins = 0; (next = (uint32_t)(atomic_load(&pool.state) >> 32)) == gen; spins++) {
             CPU_RELAX();
-            if ((spins & 63) == 63 && now_ns() - start > SPIN_NS) break;
+            if ((spins & 63) == 63 && now_ns() - start > spin_ns()) break;
         }
         if (next == gen) {
             pthread_mutex_lock(&pool.lock);
@@ -214,23 +226,36 @@ void cpu_parallel_chunks(size_t n, size_t chunks, bool worth, cpu_range_fn *fn, 
         pthread_cond_broadcast(&pool.wake);
         pthread_mutex_unlock(&pool.lock);
     }
+    uint64_t began = now_ns();
     run_chunks(gen);
     /* every chunk is claimed: wait for those other threads still run, spinning, then asleep */
     uint64_t start = now_ns();
+    bool waited = false;
     for (int spins = 0; atomic_load(&pool.done) < chunks; spins++) {
         CPU_RELAX();
         if ((spins & 63) != 63 || now_ns() - start < SPIN_NS) continue;
+        waited = true;
         pthread_mutex_lock(&pool.lock);
         atomic_store(&pool.caller_asleep, true);
         while (atomic_load(&pool.done) < chunks) pthread_cond_wait(&pool.finished, &pool.lock);
         atomic_store(&pool.caller_asleep, false);
         pthread_mutex_unlock(&pool.lock);
     }
+    uint64_t end = now_ns();
+    if (waited || (end - start > start - began && end - start > LATE_NS))
+        fine_loops = FINE_LOOPS;
+    else if (fine_loops > 0)
+        fine_loops--;
     atomic_store(&pool.busy, false);
 }
 
+int cpu_chunks_per_thread(void) {
+    return atomic_load_explicit(&fine_loops, memory_order_relaxed) > 0 ? FINE_CHUNKS : 1;
+}
+
 void cpu_parallel_for(size_t n, bool worth, cpu_range_fn *fn, void *args) {
-    cpu_parallel_chunks(n, (size_t)cpu_max_threads() * CHUNKS_PER_THREAD, worth, fn, args);
+    cpu_parallel_chunks(n, (size_t)cpu_max_threads() * (size_t)cpu_chunks_per_thread(), worth, fn,
+                        args);
 }
 
 void strix_cpu_set_threads(int n) { cpu_workers_set_count(n); }
