@@ -44,7 +44,7 @@
 
 /* A micro-kernel and its tile: MR rows × NR columns of C held in registers (gemm_kernel_active
  * picks one per call from the running CPU's level, isa.c). */
-typedef void micro_kernel_fn(size_t kc, const float *pa, size_t lda, const float *pb,
+typedef void micro_kernel_fn(size_t kc, const float *pa, size_t rs, size_t ks, const float *pb,
                              float *acc, size_t ld_acc, bool carry);
 typedef struct gemm_kernel {
     size_t mr, nr;
@@ -272,19 +272,18 @@ static void pack_b(const gemm_kernel *kern, const gemm_operand *b, size_t p0, si
 
 /* acc (MR×NR, row stride ld_acc: the accumulator tile or a tile of C, so unaligned) =
  * (carry ? acc : 0) + Σ_p a_r[p]·pb[p] over p < kc: one fused multiply-add per product (a single
- * rounding, fmaf), ascending p. A comes packed (lda == 0: element (r, p) at pa[p·MR + r]) or
- * straight from its rows (element (r, p) at pa[r·lda + p]: no packing, for a stored A that is
- * not transposed). Every version does the same operations per element, so they give the same
+ * rounding, fmaf), ascending p. Element (r, p) of A is at pa[r·rs + p·ks]: packed (rs 1, ks MR),
+ * or read in place from a stored A (rows: rs lda, ks 1; transposed: rs 1, ks lda). Every version does the same operations per element, so they give the same
  * bits. The "half" versions compute the left NR/2 columns only (edge panels). */
-static void micro_scalar(size_t kc, const float *pa, size_t lda, const float *pb, float *acc,
-                         size_t ld_acc, bool carry) {
+static void micro_scalar(size_t kc, const float *pa, size_t rs, size_t ks, const float *pb,
+                         float *acc, size_t ld_acc, bool carry) {
     enum { MR = 6, NR = 16 };
     float tile[MR][NR];
     for (size_t r = 0; r < MR; r++)
         for (size_t c = 0; c < NR; c++) tile[r][c] = carry ? acc[r * ld_acc + c] : 0.0f;
     for (size_t p = 0; p < kc; p++) {
         for (size_t r = 0; r < MR; r++) {
-            float a = lda ? pa[r * lda + p] : pa[p * MR + r];
+            float a = pa[r * rs + p * ks];
             for (size_t c = 0; c < NR; c++) tile[r][c] = fmaf(a, pb[c], tile[r][c]);
         }
         pb += NR;
@@ -295,7 +294,7 @@ static void micro_scalar(size_t kc, const float *pa, size_t lda, const float *pb
 
 #ifdef GEMM_X86
 #define PACKED_AT(r) pa[r]
-#define ROWS_AT(r) pa[(r) * lda]
+#define ROWS_AT(r) pa[(r) * rs]
 
 /* AVX2: 6×16 (BLIS's Haswell/Zen sgemm tile), 12 ymm accumulators; TWO: both halves. */
 #define K256_ROW(r, AT)                                                                        \
@@ -317,12 +316,12 @@ static void micro_scalar(size_t kc, const float *pa, size_t lda, const float *pb
     _mm256_storeu_ps(acc + r * ld_acc, c##r##0);                                               \
     if (TWO) _mm256_storeu_ps(acc + r * ld_acc + 8, c##r##1)
 #define DEFINE_K256(name, two)                                                                 \
-    CPU_TARGET_AVX2 static void name(size_t kc, const float *pa, size_t lda, const float *pb,  \
-                                     float *acc, size_t ld_acc, bool carry) {                  \
+    CPU_TARGET_AVX2 static void name(size_t kc, const float *pa, size_t rs, size_t ks,         \
+                                     const float *pb, float *acc, size_t ld_acc, bool carry) { \
         enum { TWO = two };                                                                    \
         K256_LOAD(0); K256_LOAD(1); K256_LOAD(2); K256_LOAD(3); K256_LOAD(4); K256_LOAD(5);    \
-        if (lda == 0) {                                                                        \
-            K256_LOOP(PACKED_AT, 6)                                                            \
+        if (rs == 1) {                                                                         \
+            K256_LOOP(PACKED_AT, ks)                                                           \
         } else {                                                                               \
             K256_LOOP(ROWS_AT, 1)                                                              \
         }                                                                                      \
@@ -352,14 +351,14 @@ DEFINE_K256(micro_avx2_half, 0)
     _mm512_storeu_ps(acc + r * ld_acc, c##r##0);                                               \
     if (TWO) _mm512_storeu_ps(acc + r * ld_acc + 16, c##r##1)
 #define DEFINE_K512(name, two)                                                                 \
-    CPU_TARGET_AVX512 static void name(size_t kc, const float *pa, size_t lda,                 \
+    CPU_TARGET_AVX512 static void name(size_t kc, const float *pa, size_t rs, size_t ks,       \
                                        const float *pb, float *acc, size_t ld_acc,             \
                                        bool carry) {                                           \
         enum { TWO = two };                                                                    \
         K512_LOAD(0); K512_LOAD(1); K512_LOAD(2); K512_LOAD(3);                                \
         K512_LOAD(4); K512_LOAD(5); K512_LOAD(6); K512_LOAD(7);                                \
-        if (lda == 0) {                                                                        \
-            K512_LOOP(PACKED_AT, 8)                                                            \
+        if (rs == 1) {                                                                         \
+            K512_LOOP(PACKED_AT, ks)                                                           \
         } else {                                                                               \
             K512_LOOP(ROWS_AT, 1)                                                              \
         }                                                                                      \
@@ -429,8 +428,10 @@ static void gemm_single(const gemm_problem *pr, cpu_gemm_workspace *ws) {
     bool direct = (pr->alpha == 1.0f && pr->beta == 0.0f) || pr->chain;
     const gemm_kernel *kern = pr->kern;
     const size_t mr = kern->mr, nr = kern->nr;
-    /* A stored row-major: the micro-kernel reads its rows in place, no packing */
-    bool a_rows = !pr->a.trans && !pr->a.src && !pr->packed_a;
+    /* A stored (untransposed or transposed): the micro-kernel reads it in place, no packing;
+     * element (r, p) at a_rs·r + a_ks·p */
+    bool a_rows = !pr->a.src && !pr->packed_a;
+    size_t a_rs = pr->a.trans ? 1 : pr->a.ld, a_ks = pr->a.trans ? pr->a.ld : 1;
     for (size_t col0 = 0; col0 < n; col0 += GEMM_NC) {
         size_t cols = min_size(GEMM_NC, n - col0);
         size_t cols_padded = round_up(cols, nr);
@@ -485,10 +486,10 @@ static void gemm_single(const gemm_problem *pr, cpu_gemm_workspace *ws) {
                         if (cols - jr <= nr / 2 && kern->run_half) run = kern->run_half;
                         bool carry = p0 > 0 || pr->chain;
                         if (a_rows && ir < full_rows)
-                            run(to - from, pr->a.data + (row0 + ir) * pr->a.ld + p0 + from,
-                                pr->a.ld, pb + from * nr, tile, ld_tile, carry);
+                            run(to - from, pr->a.data + (row0 + ir) * a_rs + (p0 + from) * a_ks,
+                                a_rs, a_ks, pb + from * nr, tile, ld_tile, carry);
                         else
-                            run(to - from, pa + ir * kc + from * mr, 0, pb + from * nr, tile,
+                            run(to - from, pa + ir * kc + from * mr, 1, mr, pb + from * nr, tile,
                                 ld_tile, carry);
                     }
                 }
