@@ -59,7 +59,8 @@ void cpu_workers_set_count(int n);
  * compiled for it with __attribute__((target(...))), whatever the build's -march. */
 typedef enum cpu_isa { CPU_ISA_SCALAR, CPU_ISA_AVX2, CPU_ISA_AVX512 } cpu_isa;
 #define CPU_TARGET_AVX2 __attribute__((target("avx2,fma,f16c")))
-#define CPU_TARGET_AVX512 __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx2,fma,f16c")))
+#define CPU_TARGET_AVX512                                                                       \
+    __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx2,fma,f16c")))
 /* Whether the running CPU executes level isa. */
 bool cpu_isa_supported(cpu_isa isa);
 /* The level the kernels use: the best the CPU runs, or the one cpu_isa_force chose. */

@@ -17,10 +17,10 @@
  * Whole micro-tiles of a plain C = op(A)·op(B) accumulate in C itself; the tiles strix_gemm_skip
  * marks as unwanted or zero (causal attention) are skipped.
  * Threads split the output into row ranges or column ranges (cpu_chunks_per_thread parts per
- * thread, claimed in turn: workers.c); each computes its part alone. A stored, untransposed A is read in place by
- * the micro-kernel (only a last partial panel of rows is packed). gemm_batched hands whole items to threads when
- * the batch has at least as many items as threads. Problems too small to pay for a parallel loop
- * stay on the calling thread (CPU_WORTH).
+ * thread, claimed in turn: workers.c); each computes its part alone. A stored A (transposed or
+ * not) is read in place by the micro-kernel (only a last partial panel of rows is packed).
+ * gemm_batched hands whole items to threads when the batch has at least as many items as
+ * threads. Problems too small to pay for a parallel loop stay on the calling thread (CPU_WORTH).
  * For the fused primitives (conv.c) one GEMM also runs on the calling thread (cpu_gemm_run)
  * with three extras that keep the bits: a "chain" that continues the sums already in C (the
  * k-concatenation of several products), an A packed once for many GEMMs, and operands whose
@@ -273,8 +273,9 @@ static void pack_b(const gemm_kernel *kern, const gemm_operand *b, size_t p0, si
 /* acc (MR×NR, row stride ld_acc: the accumulator tile or a tile of C, so unaligned) =
  * (carry ? acc : 0) + Σ_p a_r[p]·pb[p] over p < kc: one fused multiply-add per product (a single
  * rounding, fmaf), ascending p. Element (r, p) of A is at pa[r·rs + p·ks]: packed (rs 1, ks MR),
- * or read in place from a stored A (rows: rs lda, ks 1; transposed: rs 1, ks lda). Every version does the same operations per element, so they give the same
- * bits. The "half" versions compute the left NR/2 columns only (edge panels). */
+ * or read in place from a stored A (rows: rs lda, ks 1; transposed: rs 1, ks lda). Every version
+ * does the same operations per element, so they give the same bits. The "half" versions compute
+ * the left NR/2 columns only (edge panels). */
 static void micro_scalar(size_t kc, const float *pa, size_t rs, size_t ks, const float *pb,
                          float *acc, size_t ld_acc, bool carry) {
     enum { MR = 6, NR = 16 };
